@@ -1,0 +1,373 @@
+package jsonrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// Options configures a Conn. The zero value of each field means its default.
+type Options struct {
+	// Peer names the other side in errors and logs ("extension notes").
+	Peer string
+	// Handlers serves incoming requests. Nil answers every request
+	// method_not_found.
+	Handlers *Table
+	// Gate runs before the handler of every incoming call, after the
+	// in-flight bound. A non-nil error refuses the call with that error
+	// (not_initialized, undeclared, reentrant_call, shutting_down …).
+	Gate func(ctx context.Context, method string) error
+	// MaxInflight bounds the calls served at once (default protocol.MaxInflight).
+	MaxInflight int
+	// MaxMessageBytes bounds one incoming line (default protocol.MaxMessageBytes).
+	MaxMessageBytes int
+	// WriteTimeout bounds one blocked write when the writer supports
+	// deadlines (default 30 s; negative disables it).
+	WriteTimeout time.Duration
+	// CallTimeout bounds every outgoing call whose context has no deadline
+	// (default none).
+	CallTimeout time.Duration
+	// Logger receives protocol errors and handler panics (default: discard).
+	Logger *slog.Logger
+}
+
+const (
+	defaultWriteTimeout = 30 * time.Second
+	// closeWait bounds how long Close waits for handlers that ignore their
+	// cancelled context.
+	closeWait = 5 * time.Second
+)
+
+// Conn is one side of a symmetric JSON-RPC 2.0 connection over a pair of
+// byte streams, one JSON object per line. Either side calls the other while
+// serving: every incoming request runs off the reader, so the reader always
+// delivers the answers nested callbacks wait for.
+type Conn struct {
+	opts  Options
+	guard *guard
+	inner jsonrpc2.Conn
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	inflight   atomic.Int32
+	rejectNext bool // set and read on the reading goroutine only
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	done      chan struct{}
+	reason    atomic.Pointer[string]
+}
+
+type connKey struct{}
+
+// FromContext returns the connection serving the request ctx belongs to, so
+// a handler can call the peer back.
+func FromContext(ctx context.Context) *Conn {
+	c, _ := ctx.Value(connKey{}).(*Conn)
+	return c
+}
+
+// New starts a connection that reads r and writes w. Closing the Conn
+// closes both when they are io.Closers.
+func New(r io.Reader, w io.Writer, opts Options) *Conn {
+	if opts.MaxInflight <= 0 {
+		opts.MaxInflight = protocol.MaxInflight
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = protocol.MaxMessageBytes
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = defaultWriteTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Peer == "" {
+		opts.Peer = "peer"
+	}
+	if opts.Handlers == nil {
+		opts.Handlers = NewTable()
+	}
+	c := &Conn{opts: opts, done: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
+
+	// The order matters. CancelHandler registers the request's canceller
+	// before AsyncHandler releases the reader, so a $/cancel read right after
+	// is never lost; and a context is derived only once the request is
+	// released, because the library recycles the contexts of requests that
+	// are not.
+	cancelled, canceller := jsonrpc2.CancelHandler(jsonrpc2.AsyncHandler(c.serve))
+	handler := func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+		if req.IsCall() && c.rejectNext {
+			c.rejectNext = false
+			jsonrpc2.Async(ctx)
+			return nil, overloaded(c.opts.MaxInflight)
+		}
+		return cancelled(ctx, req)
+	}
+	c.inner = jsonrpc2.NewConn(jsonrpc2.NewNDJSONStream(c.guard),
+		jsonrpc2.WithPreempter(preempter{c: c, cancel: canceller}))
+	c.inner.Go(c.ctx, handler)
+	go c.watch()
+	return c
+}
+
+func overloaded(limit int) error {
+	w, _ := toWire(protocol.Errorf(protocol.ErrOverloaded,
+		"already serving %d requests; retry with backoff", limit))
+	return w
+}
+
+// preempter runs on the reader, before dispatch: it handles $/cancel ahead
+// of anything queued and applies the in-flight bound without blocking.
+type preempter struct {
+	c      *Conn
+	cancel func(jsonrpc2.ID)
+}
+
+func (p preempter) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	if !req.IsCall() {
+		if req.Method() == protocol.MethodCancel {
+			if id, ok := cancelID(req.Params()); ok {
+				p.cancel(id)
+			}
+			return struct{}{}, nil
+		}
+		return nil, jsonrpc2.ErrNotHandled
+	}
+	if int(p.c.inflight.Add(1)) > p.c.opts.MaxInflight {
+		p.c.inflight.Add(-1)
+		p.c.rejectNext = true
+	}
+	return nil, jsonrpc2.ErrNotHandled
+}
+
+// cancelID reads the id of a $/cancel notification.
+func cancelID(params []byte) (jsonrpc2.ID, bool) {
+	var p protocol.CancelParams
+	if err := json.Unmarshal(params, &p); err != nil || len(p.ID) == 0 {
+		return jsonrpc2.ID{}, false
+	}
+	switch p.ID.Kind() {
+	case '0':
+		n, err := strconv.ParseInt(string(p.ID), 10, 64)
+		if err != nil {
+			return jsonrpc2.ID{}, false
+		}
+		return jsonrpc2.NewNumberID(n), true
+	case '"':
+		var s string
+		if err := json.Unmarshal(p.ID, &s); err != nil {
+			return jsonrpc2.ID{}, false
+		}
+		return jsonrpc2.NewStringID(s), true
+	}
+	return jsonrpc2.ID{}, false
+}
+
+// serve runs one released request: gate, handler, panic recovery, and the
+// mapping of its outcome onto the wire.
+func (c *Conn) serve(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
+	method := req.Method()
+	isCall := req.IsCall()
+	if isCall {
+		defer c.inflight.Add(-1)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.opts.Logger.Error("handler panicked", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			result, err = nil, internalError
+		}
+	}()
+	ctx = context.WithValue(ctx, connKey{}, c)
+	if !isCall {
+		// Notifications have no answer; an error from one would end the
+		// connection in the library, so it is only logged.
+		if h, ok := c.opts.Handlers.Lookup(method); ok {
+			if _, herr := h(ctx, jsontext.Value(req.Params())); herr != nil {
+				c.opts.Logger.Warn("notification failed", "method", method, "err", herr)
+			}
+		}
+		return nil, nil
+	}
+	if c.opts.Gate != nil {
+		if gerr := c.opts.Gate(ctx, method); gerr != nil {
+			return nil, c.answerError(method, gerr)
+		}
+	}
+	h, ok := c.opts.Handlers.Lookup(method)
+	if !ok {
+		return nil, c.answerError(method, protocol.Errorf(protocol.ErrMethodNotFound, "method %q not found", method))
+	}
+	result, err = h(ctx, jsontext.Value(req.Params()))
+	if ctx.Err() != nil {
+		return nil, c.answerError(method, protocol.Errorf(protocol.ErrCancelled, "%s: cancelled", method))
+	}
+	if err != nil {
+		return nil, c.answerError(method, err)
+	}
+	return result, nil
+}
+
+// answerError maps a handler error onto the wire, keeping the detail of an
+// unauthored one in this side's log.
+func (c *Conn) answerError(method string, err error) error {
+	w, unauthored := toWire(err)
+	if unauthored {
+		c.opts.Logger.Error("request failed", "method", method, "err", err)
+	}
+	return w
+}
+
+// Call sends a request and waits for its answer, decoding the result into
+// result (which may be nil). An answer's error is a *protocol.Error with the
+// peer's code; a broken connection is protocol.ErrTransport; when ctx ends
+// first, Call sends $/cancel and returns ctx's error at once.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	if c.opts.CallTimeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.opts.CallTimeout)
+			defer cancel()
+		}
+	}
+	id, err := c.inner.Call(ctx, method, params, result)
+	if err == nil {
+		return nil
+	}
+	var we *jsonrpc2.Error
+	if !errors.As(err, &we) && ctx.Err() != nil && id.IsValid() {
+		c.sendCancel(ctx, id)
+	}
+	return c.mapCallError(ctx, method, err)
+}
+
+// sendCancel tells the peer to stop serving id. It never holds the caller:
+// the notification is written on its own goroutine.
+func (c *Conn) sendCancel(ctx context.Context, id jsonrpc2.ID) {
+	n, ok := id.Number()
+	if !ok {
+		return
+	}
+	params := jsonrpc2.RawMessage(`{"id":` + strconv.FormatInt(n, 10) + `}`)
+	go func() { _ = c.inner.Notify(context.WithoutCancel(ctx), protocol.MethodCancel, params) }()
+}
+
+// Notify sends a notification.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := c.inner.Notify(ctx, method, params); err != nil {
+		return c.mapCallError(ctx, method, err)
+	}
+	return nil
+}
+
+// watch notices the end of the connection, from either side of the stream,
+// records why and cancels the handlers still running.
+func (c *Conn) watch() {
+	select {
+	case <-c.guard.eof:
+	case <-c.inner.Done():
+	}
+	reason := c.closeReason()
+	c.reason.Store(&reason)
+	c.cancel()
+	if !c.closing.Load() {
+		c.opts.Logger.Warn("connection ended", "peer", c.opts.Peer, "reason", reason)
+	}
+	close(c.done)
+	// A connection that died on a bad line is otherwise only closed once
+	// idle; close it now so the peer sees EOF too.
+	go func() { _ = c.Close() }()
+}
+
+// closeReason says why reading stopped.
+func (c *Conn) closeReason() string {
+	if p := c.reason.Load(); p != nil {
+		return *p
+	}
+	readErr, bad := c.guard.state()
+	if c.closing.Load() && !errors.Is(readErr, ErrMessageTooLarge) {
+		return "the connection was closed by this side"
+	}
+	if readErr != nil {
+		return describe(readErr)
+	}
+	select {
+	case <-c.inner.Done():
+	default:
+		return ""
+	}
+	err := c.inner.Err()
+	if errors.Is(err, jsonrpc2.ErrParse) || errors.Is(err, jsonrpc2.ErrInvalidRequest) {
+		if bad != nil {
+			return fmt.Sprintf("the peer sent a line that is not a JSON-RPC message: %q", bad)
+		}
+		return "the peer sent a line that is not a JSON-RPC message"
+	}
+	return describe(err)
+}
+
+// Done is closed as soon as the connection ends: the peer closed its side
+// (exited, crashed), broke the protocol, or Close was called.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err says why the connection ended: nil while it is open or after Close,
+// otherwise protocol.ErrTransport with the reason.
+func (c *Conn) Err() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	p := c.reason.Load()
+	if p == nil || *p == "the connection was closed by this side" {
+		return nil
+	}
+	return protocol.Errorf(protocol.ErrTransport, "connection to %s ended: %s", c.opts.Peer, *p)
+}
+
+// CloseWrite closes only the writing direction: the peer reads EOF (the
+// signal an extension exits on) while this side still reads.
+func (c *Conn) CloseWrite() error { return c.guard.closeWrite() }
+
+// Close ends the connection: handlers' contexts are cancelled, both streams
+// are closed, and Close waits (boundedly) for running handlers to return.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		c.cancel()
+		err = c.guard.Close()
+		finished := make(chan struct{})
+		go func() { _ = c.inner.Close(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(closeWait):
+			c.opts.Logger.Warn("handlers still running after close", "peer", c.opts.Peer)
+		}
+	})
+	return err
+}
+
+// Inflight reports how many incoming calls are being served now.
+func (c *Conn) Inflight() int { return int(c.inflight.Load()) }
+
+// Peer names the other side.
+func (c *Conn) Peer() string { return c.opts.Peer }
+
+func (c *Conn) peerName() string { return c.opts.Peer }

@@ -1,0 +1,23 @@
+// Package jsonrpc is Open Conduit's transport: JSON-RPC 2.0 over a pair of
+// byte streams, one JSON object per line, symmetric (either side calls the
+// other, also while serving a call), built on go.lsp.dev/jsonrpc2 and hiding
+// it, so nothing else imports the library and it could be swapped.
+//
+// What this package adds to the library, and why:
+//
+//   - every incoming request is released from the reader before it runs, so
+//     a handler that calls the peer back never deadlocks and the library's
+//     recycled request contexts are never derived from;
+//   - $/cancel both ways: a caller whose context ends sends it and returns at
+//     once; a receiver cancels the handler's context and answers -32800;
+//   - at most 64 calls served at once; the next is answered overloaded at once
+//     without pausing the reader;
+//   - a 16 MiB bound on a line, a deadline on every blocked write, and frames
+//     that are always one line (U+2028/U+2029 escaped);
+//   - authored errors cross as -32000 with data.code; anything else as
+//     internal, with the detail kept in this side's log; a panicking handler
+//     answers internal and the connection lives on;
+//   - a typed handler table both sides register their methods in.
+//
+// It knows no method's meaning.
+package jsonrpc

@@ -1,0 +1,107 @@
+package jsonrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// HandlerFunc serves one method. params is the request's params as sent
+// (nil when absent); the result is encoded as the answer. Return an error
+// made with protocol.Errorf (or wrapping a protocol sentinel) to refuse with
+// its code; any other error crosses as internal with no detail.
+type HandlerFunc func(ctx context.Context, params jsontext.Value) (any, error)
+
+// Table maps method names to handlers. Both sides of the wire build one: the
+// SDK for the methods an extension serves, the host for the callbacks it
+// answers. A Table is filled before its connection starts and then only read.
+type Table struct {
+	handlers map[string]HandlerFunc
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{handlers: make(map[string]HandlerFunc)} }
+
+// HandleRaw registers fn for method. Registering a method twice is a
+// programming error and panics with the method's name.
+func (t *Table) HandleRaw(method string, fn HandlerFunc) *Table {
+	if fn == nil {
+		panic(fmt.Sprintf("jsonrpc: Handle %q: nil handler", method))
+	}
+	if _, dup := t.handlers[method]; dup {
+		panic(fmt.Sprintf("jsonrpc: Handle %q: registered twice", method))
+	}
+	t.handlers[method] = fn
+	return t
+}
+
+// Handle registers a typed handler: params are decoded into P (names match
+// exactly; members P does not have are ignored, so a newer peer may add
+// fields), and the R it returns is the answer. Params that cannot be decoded
+// are refused invalid_params naming the field, before fn runs.
+func Handle[P, R any](t *Table, method string, fn func(ctx context.Context, params P) (R, error)) {
+	t.HandleRaw(method, func(ctx context.Context, raw jsontext.Value) (any, error) {
+		var p P
+		if err := DecodeParams(method, raw, &p); err != nil {
+			return nil, err
+		}
+		return fn(ctx, p)
+	})
+}
+
+// DecodeParams decodes raw params into v, or refuses them invalid_params
+// with the JSON path of the first member that does not fit.
+func DecodeParams(method string, raw jsontext.Value, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return protocol.Errorf(protocol.ErrInvalidParams, "%s: params %s", method, decodeProblem(err))
+	}
+	return nil
+}
+
+// decodeProblem renders a decoding error as "at /path: what".
+func decodeProblem(err error) string {
+	var se *json.SemanticError
+	if errors.As(err, &se) {
+		path := string(se.JSONPointer)
+		if path == "" {
+			path = "/"
+		}
+		what := "has the wrong type"
+		if se.Err != nil {
+			what = se.Err.Error()
+		} else if se.JSONKind != 0 && se.GoType != nil {
+			what = fmt.Sprintf("is a JSON %s where %s was expected", se.JSONKind, se.GoType)
+		}
+		return fmt.Sprintf("at %s: %s", path, what)
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("are not valid JSON at %s: %v", syn.JSONPointer, syn.Err)
+	}
+	return err.Error()
+}
+
+// Lookup returns the handler for method.
+func (t *Table) Lookup(method string) (HandlerFunc, bool) {
+	h, ok := t.handlers[method]
+	return h, ok
+}
+
+// Methods lists the registered methods, sorted.
+func (t *Table) Methods() []string {
+	out := make([]string, 0, len(t.handlers))
+	for m := range t.handlers {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,447 @@
+package protocol
+
+import (
+	"slices"
+	"sort"
+)
+
+// Direction says which side sends a method's requests.
+type Direction string
+
+// Directions. Both is only $/cancel.
+const (
+	HostToExtension Direction = "host_to_extension"
+	ExtensionToHost Direction = "extension_to_host"
+	Both            Direction = "both"
+)
+
+// Arrow is the direction as the seed's tables write it (H→E, E→H).
+func (d Direction) Arrow() string {
+	switch d {
+	case HostToExtension:
+		return "H→E"
+	case ExtensionToHost:
+		return "E→H"
+	}
+	return "both"
+}
+
+// Method is one wire method of the catalogue.
+type Method struct {
+	// Name is the JSON-RPC method name.
+	Name string
+	// Direction is who sends the request.
+	Direction Direction
+	// Surface names the manifest declaration that enables the method (see
+	// Surfaces); "always" for methods every extension has.
+	Surface string
+	// Permission, when set, must also be declared in the manifest.
+	Permission string
+	// InTransaction marks the four bounded calls the host makes inside a
+	// storage transaction (250 ms, no callbacks).
+	InTransaction bool
+	// Users are the shipped first-party users the seed names (GH GitHub,
+	// SL Slack, SC schedule, …).
+	Users []string
+	// Summary is one line on what the method carries.
+	Summary string
+	// Served says whether this build of Open Conduit implements the method:
+	// the daemon answers it (E→H) or calls it (H→E). An E→H method that is not
+	// served is answered unsupported.
+	Served bool
+}
+
+// Surface names. Each is a predicate over the manifest (Surfaces).
+const (
+	SurfaceAlways          = "always"
+	SurfaceConfigTypes     = "config_types"
+	SurfaceIngress         = "extensions.ingress"
+	SurfaceWebhooks        = "webhooks"
+	SurfaceFamilies        = "families"
+	SurfaceRoutes          = "routes"
+	SurfaceRouteSamples    = "routes.samples"
+	SurfaceWorkKinds       = "work_kinds"
+	SurfaceTrigger         = "work_kinds.trigger"
+	SurfaceRecurrences     = "recurrences"
+	SurfaceHandlerOps      = "operations.handler"
+	SurfaceWaitOps         = "operations.wait"
+	SurfaceEmitOps         = "operations.emit"
+	SurfaceCommitOps       = "operations.commit"
+	SurfaceDependency      = "dependency_filter"
+	SurfaceOperationGate   = "operation_gate"
+	SurfaceStartGate       = "start_gate"
+	SurfaceRender          = "render"
+	SurfaceTargets         = "targets"
+	SurfaceSegmentEnd      = "segment_end"
+	SurfaceExecutors       = "executors"
+	SurfaceResume          = "executors.capabilities.resume"
+	SurfaceInterrupt       = "executors.capabilities.interrupt"
+	SurfaceInject          = "executors.capabilities.inject"
+	SurfaceWorkspace       = "executors.capabilities.workspace"
+	SurfaceExecSandbox     = "executors.capabilities.sandbox"
+	SurfaceExecContainer   = "executors.capabilities.container"
+	SurfaceStop            = "executors.controls.stop"
+	SurfaceForget          = "executors.controls.forget"
+	SurfaceAttach          = "executors.controls.attach"
+	SurfaceContainerAttach = "executors.controls.container_attach"
+	SurfaceLive            = "executors.controls.live"
+	SurfaceLaunch          = "executors.controls.interactive_launch"
+	SurfaceResources       = "resources"
+	SurfaceSweep           = "resources.sweep"
+	SurfaceSandboxes       = "sandboxes"
+	SurfaceContainers      = "containers"
+	SurfaceForward         = "containers.forward"
+	SurfaceTunnels         = "tunnels"
+	SurfaceTasks           = "tasks"
+	SurfaceChecks          = "checks"
+	SurfaceExporters       = "exporters"
+	SurfaceProbes          = "probes"
+	SurfaceConfigCandidate = "config_candidate"
+	SurfaceRunEnvironment  = "run_environment"
+	SurfaceAnnotate        = "annotate"
+	SurfaceActions         = "actions"
+	SurfacePanels          = "panels"
+	SurfaceSetup           = "setup"
+)
+
+func anyExecutor(m *Manifest, f func(Executor) bool) bool {
+	return slices.ContainsFunc(m.Provides.Executors, f)
+}
+
+func anyOperation(m *Manifest, f func(Operation) bool) bool {
+	return slices.ContainsFunc(m.Provides.Operations, f)
+}
+
+func control(name string) func(*Manifest) bool {
+	return func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return slices.Contains(e.Controls, name) })
+	}
+}
+
+func opKind(kind string) func(*Manifest) bool {
+	return func(m *Manifest) bool {
+		return anyOperation(m, func(o Operation) bool { return o.Kind == kind })
+	}
+}
+
+// Surfaces maps each surface name to the predicate that says whether a
+// manifest declares it.
+var Surfaces = map[string]func(*Manifest) bool{
+	SurfaceAlways: func(*Manifest) bool { return true },
+	SurfaceConfigTypes: func(m *Manifest) bool {
+		p := m.Provides
+		return len(p.Connections)+len(p.Extensions)+len(p.Routes)+len(p.Executors)+
+			len(p.Resources)+len(p.Sandboxes)+len(p.Containers)+len(p.Tunnels) > 0
+	},
+	SurfaceIngress: func(m *Manifest) bool {
+		return slices.ContainsFunc(m.Provides.Extensions, func(e ExtensionType) bool { return e.Ingress })
+	},
+	SurfaceWebhooks:  func(m *Manifest) bool { return m.Provides.Webhooks },
+	SurfaceFamilies:  func(m *Manifest) bool { return len(m.Provides.Families) > 0 },
+	SurfaceRoutes:    func(m *Manifest) bool { return len(m.Provides.Routes) > 0 },
+	SurfaceWorkKinds: func(m *Manifest) bool { return len(m.Provides.WorkKinds) > 0 },
+	SurfaceRouteSamples: func(m *Manifest) bool {
+		return slices.ContainsFunc(m.Provides.Routes, func(r Route) bool { return r.Samples })
+	},
+	SurfaceTrigger: func(m *Manifest) bool {
+		return slices.ContainsFunc(m.Provides.WorkKinds, func(w WorkKind) bool { return w.Trigger })
+	},
+	SurfaceRecurrences: func(m *Manifest) bool { return len(m.Provides.Recurrences) > 0 },
+	SurfaceHandlerOps:  opKind(OperationHandler),
+	SurfaceWaitOps:     opKind(OperationWait),
+	SurfaceEmitOps:     opKind(OperationEmit),
+	SurfaceCommitOps: func(m *Manifest) bool {
+		return anyOperation(m, func(o Operation) bool { return o.Kind == OperationEmit && o.Commit })
+	},
+	SurfaceDependency:    func(m *Manifest) bool { return m.Provides.DependencyFilter },
+	SurfaceOperationGate: func(m *Manifest) bool { return m.Provides.OperationGate },
+	SurfaceStartGate:     func(m *Manifest) bool { return m.Provides.StartGate },
+	SurfaceRender:        func(m *Manifest) bool { return m.Provides.Render },
+	SurfaceTargets:       func(m *Manifest) bool { return len(m.Provides.Targets) > 0 },
+	SurfaceSegmentEnd:    func(m *Manifest) bool { return m.Provides.SegmentEnd },
+	SurfaceExecutors:     func(m *Manifest) bool { return len(m.Provides.Executors) > 0 },
+	SurfaceResume: func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return e.Capabilities.Resume })
+	},
+	SurfaceInterrupt: func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return e.Capabilities.Interrupt })
+	},
+	SurfaceInject: func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return e.Capabilities.Inject })
+	},
+	SurfaceWorkspace: func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return e.Capabilities.Workspace })
+	},
+	SurfaceExecSandbox: func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return e.Capabilities.Sandbox })
+	},
+	SurfaceExecContainer: func(m *Manifest) bool {
+		return anyExecutor(m, func(e Executor) bool { return e.Capabilities.Container })
+	},
+	SurfaceStop:            control(ControlStop),
+	SurfaceForget:          control(ControlForget),
+	SurfaceAttach:          control(ControlAttach),
+	SurfaceContainerAttach: control(ControlContainerAttach),
+	SurfaceLive:            control(ControlLive),
+	SurfaceLaunch:          control(ControlInteractiveLaunch),
+	SurfaceResources:       func(m *Manifest) bool { return len(m.Provides.Resources) > 0 },
+	SurfaceSweep: func(m *Manifest) bool {
+		return slices.ContainsFunc(m.Provides.Resources, func(r Resource) bool { return r.Sweep })
+	},
+	SurfaceSandboxes:  func(m *Manifest) bool { return len(m.Provides.Sandboxes) > 0 },
+	SurfaceContainers: func(m *Manifest) bool { return len(m.Provides.Containers) > 0 },
+	SurfaceForward: func(m *Manifest) bool {
+		return slices.ContainsFunc(m.Provides.Containers, func(c ContainerType) bool { return c.Forward })
+	},
+	SurfaceTunnels:         func(m *Manifest) bool { return len(m.Provides.Tunnels) > 0 },
+	SurfaceTasks:           func(m *Manifest) bool { return len(m.Provides.Tasks) > 0 },
+	SurfaceChecks:          func(m *Manifest) bool { return len(m.Provides.Checks) > 0 },
+	SurfaceExporters:       func(m *Manifest) bool { return m.Provides.Exporters },
+	SurfaceProbes:          func(m *Manifest) bool { return len(m.Provides.Probes) > 0 },
+	SurfaceConfigCandidate: func(m *Manifest) bool { return m.Provides.ConfigCandidate },
+	SurfaceRunEnvironment:  func(m *Manifest) bool { return m.Provides.RunEnvironment },
+	SurfaceAnnotate:        func(m *Manifest) bool { return m.Provides.Annotate },
+	SurfaceActions:         func(m *Manifest) bool { return m.Provides.Actions },
+	SurfacePanels:          func(m *Manifest) bool { return m.Provides.Panels },
+	SurfaceSetup:           func(m *Manifest) bool { return len(m.Provides.Setup) > 0 },
+}
+
+// Shipped users, as the seed's inventory abbreviates them.
+var (
+	usersAll      = []string{"GH", "SL", "TR", "BB", "SC", "IS", "PH", "GIT", "SRT", "DK", "SSH", "NG", "CF", "SH", "CC", "CX", "HU"}
+	usersIngress  = []string{"GH", "SL", "TR", "BB", "SC"}
+	usersRouting  = []string{"GH", "SL", "TR", "BB", "SC", "IS"}
+	usersExec     = []string{"SH", "CC", "CX"}
+	usersKV       = []string{"GH", "SL", "TR", "BB", "SC", "IS", "CC"}
+	usersState    = []string{"GH", "SL", "TR", "BB", "SC", "IS", "CC", "HU"}
+	usersSecrets  = []string{"GH", "SL", "TR", "BB", "SC", "PH"}
+	usersContainr = []string{"DK", "SSH"}
+)
+
+func h2e(name, surface, summary string, users ...string) Method {
+	return Method{Name: name, Direction: HostToExtension, Surface: surface, Summary: summary, Users: users}
+}
+
+func e2h(name, surface, summary string, users ...string) Method {
+	return Method{Name: name, Direction: ExtensionToHost, Surface: surface, Summary: summary, Users: users}
+}
+
+func gated(m Method, permission string) Method { m.Permission = permission; return m }
+func inTx(m Method) Method                     { m.InTransaction = true; return m }
+func served(m Method) Method                   { m.Served = true; return m }
+
+// Lifecycle and transport method names.
+const (
+	MethodInitialize = "initialize"
+	MethodConfigure  = "configure"
+	MethodShutdown   = "shutdown"
+	MethodCancel     = "$/cancel"
+
+	MethodKVGet    = "kv.get"
+	MethodKVList   = "kv.list"
+	MethodKVCommit = "kv.commit"
+
+	MethodOperationCall = "operation.call"
+	MethodIngressDeliver = "ingress.deliver"
+	MethodArtifactCreate = "artifact.create"
+	MethodArtifactWrite  = "artifact.write"
+	MethodArtifactCommit = "artifact.commit"
+	MethodArtifactAbort  = "artifact.abort"
+	MethodTaskRun        = "task.run"
+	MethodCheckRun       = "check.run"
+)
+
+// catalogue is every wire method, in the seed's inventory order.
+var catalogue = []Method{
+	// Lifecycle and transport.
+	served(h2e(MethodInitialize, SurfaceAlways, "negotiate the protocol version and return the manifest", usersAll...)),
+	served(h2e(MethodConfigure, SurfaceAlways, "send the config generation's entries; answers ingress sources and webhook paths", usersAll...)),
+	served(h2e(MethodShutdown, SurfaceAlways, "stop taking requests, finish or cancel in-flight work, then exit", usersAll...)),
+	served(Method{Name: MethodCancel, Direction: Both, Surface: SurfaceAlways, Summary: "cancel an in-flight request by id (notification)", Users: usersAll}),
+
+	// Config validation.
+	h2e("validate", SurfaceConfigTypes, "check a config object of a declared type; answers describe lines, modes, warnings", usersAll...),
+
+	// Ingress.
+	h2e("webhook.handle", SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...),
+	h2e("ingress.push", SurfaceIngress, "turn one delivery into observations and events", usersIngress...),
+	h2e("ingress.reconcile", SurfaceIngress, "scan a source for one page of observations", usersIngress...),
+	e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL"),
+
+	// Routing and Work kinds.
+	h2e("route.match", SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...),
+	h2e("route.samples", SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...),
+	inTx(h2e("work_kind.trigger", SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC")),
+	inTx(h2e("recurrence.next", SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS")),
+	e2h("timer.arm", SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS"),
+	e2h("timer.cancel", SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS"),
+
+	// Toolbelt operations.
+	h2e(MethodOperationCall, SurfaceHandlerOps, "run a handler operation with its authority and request_id", "GH", "SL", "TR", "BB", "IS", "HU"),
+	h2e("operation.wait", SurfaceWaitOps, "plan a wait for a wait operation", "GH"),
+	h2e("operation.emit", SurfaceEmitOps, "plan an Event for an emit operation", "IS"),
+	inTx(h2e("emit.commit", SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS")),
+	inTx(h2e("dependency.filter", SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH")),
+	gated(h2e("operation.gate", SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate),
+	gated(h2e("work.admit", SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate),
+	gated(e2h("work.settle_hold", SurfaceStartGate, "settle a hold the extension's start gate placed", "HU"), PermissionStartGate),
+	e2h("wait.progress", SurfaceWaitOps, "set the progress line of a Wait the extension owns", "GH"),
+	e2h("wait.target", SurfaceWaitOps, "resolve a <kind>:<name> wait target in the extension's scopes", "GH"),
+	h2e("target.resolve", SurfaceTargets, "resolve a wait target of a declared kind", "SC"),
+
+	// Rendering, authority, segments.
+	h2e("event.render", SurfaceRender, "render an Event of the extension's own families for a prompt", "GH", "SL", "IS"),
+	e2h("event.render_owned", SurfaceExecutors, "render an Event through the extension that owns its family", "CC"),
+	e2h("scope.authorize", SurfaceAlways, "may one of the extension's scopes read or file in another", "GH"),
+	h2e("segment.ended", SurfaceSegmentEnd, "a container segment settled; revoke what was issued for it", "GH"),
+
+	// Executors.
+	h2e("executor.run", SurfaceExecutors, "start an execution of a Work", usersExec...),
+	h2e("executor.recover", SurfaceExecutors, "adopt an execution from its persisted recovery metadata", usersExec...),
+	h2e("executor.wait", SurfaceExecutors, "observe an execution until it settles (cancel stops observing only)", usersExec...),
+	h2e("executor.resume", SurfaceResume, "resume a waiting execution with new input", usersExec...),
+	h2e("executor.interrupt", SurfaceInterrupt, "interrupt a running execution", usersExec...),
+	h2e("executor.inject", SurfaceInject, "inject input into a running execution", usersExec...),
+	h2e("executor.forget", SurfaceForget, "forget an execution's local state", usersExec...),
+	h2e("executor.stop", SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC"),
+	h2e("executor.interactive_launch", SurfaceLaunch, "the argv and environment for an operator's interactive launch", "CC", "CX"),
+	h2e("executor.attach", SurfaceAttach, "attach the operator to a running session", "CC"),
+	h2e("executor.container_attach", SurfaceContainerAttach, "attach to Work that ran in a container", "CC"),
+	h2e("executor.live", SurfaceLive, "a running attempt's output so far", "CC"),
+	e2h("execution.persist_recovery", SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...),
+
+	// Workspaces, sandboxes, containers.
+	e2h("resource.acquire", SurfaceWorkspace, "acquire the binding's workspace for a run", "CC"),
+	e2h("resource.lookup", SurfaceWorkspace, "look up a run's workspace", "CC"),
+	h2e("provider.acquire", SurfaceResources, "acquire a resource for an owner and mode", "GIT"),
+	h2e("provider.lookup", SurfaceResources, "look up an acquired resource", "GIT"),
+	h2e("provider.reconcile", SurfaceResources, "repair resources against the host's owner status", "GIT"),
+	h2e("provider.sweep", SurfaceSweep, "remove spare resources no release covers", "GIT"),
+	e2h("provider.owner_status", SurfaceResources, "is an owner still live (during reconcile or sweep)", "GIT"),
+	e2h("sandbox.plan", SurfaceExecSandbox, "plan a launch in the run's sandbox", "SH", "CC"),
+	e2h("sandbox.adopt", SurfaceExecSandbox, "adopt a launch under a pinned sandbox plan", "SH", "CC"),
+	e2h("container.launch", SurfaceExecContainer, "launch in the run's container", "SH", "CC"),
+	e2h("container.adopt", SurfaceExecContainer, "adopt a container launch after a restart", "SH", "CC"),
+	h2e("sandbox_provider.plan", SurfaceSandboxes, "plan a sandboxed launch for its needs", "SRT"),
+	h2e("sandbox_provider.adopt", SurfaceSandboxes, "adopt a segment under a pinned plan", "SRT"),
+	h2e("container_provider.plan", SurfaceContainers, "plan a container for a launch", usersContainr...),
+	h2e("container_provider.create", SurfaceContainers, "create the planned container", usersContainr...),
+	h2e("container_provider.signal", SurfaceContainers, "signal a container's process", usersContainr...),
+	h2e("container_provider.stop", SurfaceContainers, "stop a container", usersContainr...),
+	h2e("container_provider.inspect", SurfaceContainers, "inspect one container", usersContainr...),
+	h2e("container_provider.list", SurfaceContainers, "list the provider's containers of this host", usersContainr...),
+	h2e("container_provider.remove", SurfaceContainers, "remove a container", usersContainr...),
+	h2e("container_provider.forward", SurfaceForward, "the address the toolbelt is served on for a container", usersContainr...),
+
+	// Tunnels.
+	h2e("tunnel.run", SurfaceTunnels, "keep the webhook listener exposed (held open for the daemon's life)", "NG", "CF"),
+	e2h("tunnel.url", SurfaceTunnels, "publish the tunnel's current public URL", "NG", "CF"),
+
+	// Storage and state.
+	e2h(MethodKVGet, SurfaceAlways, "read one key with its version", usersKV...),
+	e2h(MethodKVList, SurfaceAlways, "list keys of a namespace, with versions", usersKV...),
+	e2h(MethodKVCommit, SurfaceAlways, "apply preconditions, puts, deletes and emissions atomically", usersKV...),
+	e2h("state.work", SurfaceAlways, "one Work in the extension's scopes", usersState...),
+	e2h("state.works", SurfaceAlways, "Work in the extension's scopes", usersState...),
+	e2h("state.executions", SurfaceAlways, "a Work's executions", usersState...),
+	e2h("state.waits", SurfaceAlways, "a Work's Waits", "HU"),
+	e2h("state.event", SurfaceAlways, "one Event in the extension's scopes", usersState...),
+	e2h("state.events", SurfaceAlways, "a page of Events in the extension's scopes (cursor)", usersState...),
+	e2h("state.work_events", SurfaceAlways, "a page of one Work's Events", usersState...),
+	e2h("state.sequence", SurfaceAlways, "the log's latest sequence", "HU"),
+	e2h("state.scopes", SurfaceAlways, "the scopes that use the extension", usersState...),
+	e2h("state.scope", SurfaceAlways, "one scope that uses the extension", usersState...),
+	e2h("state.timers", SurfaceAlways, "the extension's timers", "SC", "IS"),
+	e2h("event.accept", SurfaceFamilies, "accept a derived Event of an own family with KV records", "GH", "SC", "IS"),
+	e2h("work.cancel", SurfaceWorkKinds, "cancel Work of an own kind", "IS"),
+	e2h(MethodArtifactCreate, SurfaceAlways, "open an artifact writer", "SH", "CC"),
+	e2h(MethodArtifactWrite, SurfaceAlways, "write one acknowledged chunk (at most 256 KiB)", "SH", "CC"),
+	e2h(MethodArtifactCommit, SurfaceAlways, "commit an artifact", "SH", "CC"),
+	e2h(MethodArtifactAbort, SurfaceAlways, "abandon an artifact writer", "SH", "CC"),
+	e2h("secret.resolve", SurfaceAlways, "resolve secret names bound to the extension's entries", usersSecrets...),
+
+	// Background passes, doctor, telemetry.
+	h2e(MethodTaskRun, SurfaceTasks, "run one pass of a declared task", usersKV...),
+	h2e(MethodCheckRun, SurfaceChecks, "run a declared doctor check on the configuration view", usersAll...),
+	h2e("telemetry.export", SurfaceExporters, "export a telemetry batch (with a deadline)", "PH", "IS"),
+	gated(h2e("telemetry.sink", SurfaceAlways, "receive every named telemetry event", "IS", "PH"), PermissionTelemetrySink),
+	gated(e2h("telemetry.capture", SurfaceAlways, "record a named telemetry event", "IS", "PH"), PermissionTelemetryCapture),
+
+	// Setup probes and the config host.
+	gated(e2h("probe.list", SurfaceAlways, "list the setup probes the host offers", "GH", "CC"), PermissionProbes),
+	gated(e2h("probe.run", SurfaceAlways, "run one read-only setup probe (30 s)", "GH", "CC"), PermissionProbes),
+	h2e("probe.serve", SurfaceProbes, "run one of the extension's own probes", "GH", "CC"),
+	gated(e2h("config.base", SurfaceAlways, "the committed generation and a handle on its redacted text", "GH"), PermissionConfigRead),
+	gated(e2h("config.edit", SurfaceAlways, "one RFC 6902 edit against a handle, answered as a new handle", "GH"), PermissionConfigRead),
+	gated(e2h("config.validate", SurfaceAlways, "validate a candidate handle", "GH"), PermissionConfigRead),
+	gated(e2h("config.trace", SurfaceAlways, "trace routes against a candidate handle", "GH"), PermissionConfigRead),
+	gated(h2e("config.candidate", SurfaceConfigCandidate, "the config changes a Work proposes", "GH"), PermissionConfigRead),
+
+	// Run environment, annotations, actions, panels, setup.
+	h2e("run.environment", SurfaceRunEnvironment, "an environment layer for a run of Work", "GH"),
+	h2e("work.annotate", SurfaceAnnotate, "annotate Work in the extension's scopes", "GH"),
+	h2e("work.actions", SurfaceActions, "the actions offered on a target", "GH", "SL", "HU"),
+	h2e("work.act", SurfaceActions, "invoke an action for an operator", "GH", "SL", "HU"),
+	gated(e2h("action.submit", SurfaceAlways, "invoke an action for a person the extension identified", "GH", "SL"), PermissionActionSubmit),
+	gated(e2h("action.list", SurfaceAlways, "list the actions offered on a target", "GH", "SL"), PermissionActionSubmit),
+	h2e("view.render", SurfacePanels, "a panel on a scope or Work page", "HU"),
+	h2e("setup.run", SurfaceSetup, "run a setup flow with setup.* callbacks", "GH", "SL", "TR"),
+	e2h("setup.prompt", SurfaceSetup, "ask the operator during setup", "GH", "SL", "TR"),
+	e2h("setup.browser", SurfaceSetup, "open a browser during setup", "GH", "SL", "TR"),
+	e2h("setup.secret", SurfaceSetup, "store a secret during setup", "GH", "SL", "TR"),
+	e2h("setup.look_path", SurfaceSetup, "find a program on the operator's PATH", "GH", "SL", "TR"),
+	e2h("setup.exec", SurfaceSetup, "run a program for the operator during setup", "GH", "SL", "TR"),
+}
+
+var catalogueIndex = func() map[string]*Method {
+	m := make(map[string]*Method, len(catalogue))
+	for i := range catalogue {
+		m[catalogue[i].Name] = &catalogue[i]
+	}
+	return m
+}()
+
+// Catalogue returns every wire method, sorted by name.
+func Catalogue() []Method {
+	out := make([]Method, len(catalogue))
+	copy(out, catalogue)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the catalogued method named name.
+func Lookup(name string) (Method, bool) {
+	m, ok := catalogueIndex[name]
+	if !ok {
+		return Method{}, false
+	}
+	return *m, true
+}
+
+// Enabled reports whether the manifest enables method: it is catalogued, the
+// manifest declares its surface, and any permission it needs. The host
+// neither calls (H→E) nor serves (E→H) a method that is not enabled.
+func (m *Manifest) Enabled(method string) bool {
+	def, ok := catalogueIndex[method]
+	if !ok {
+		return false
+	}
+	if def.Permission != "" && !m.HasPermission(def.Permission) {
+		return false
+	}
+	pred := Surfaces[def.Surface]
+	return pred != nil && pred(m)
+}
+
+// EnabledMethods lists the methods the manifest enables in direction d,
+// sorted.
+func (m *Manifest) EnabledMethods(d Direction) []string {
+	var out []string
+	for _, def := range catalogue {
+		if (def.Direction == d || def.Direction == Both) && m.Enabled(def.Name) {
+			out = append(out, def.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

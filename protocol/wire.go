@@ -1,0 +1,363 @@
+package protocol
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Limits of the wire, shared by both sides.
+const (
+	// MaxMessageBytes caps one JSON-RPC message (one line). A longer line is a
+	// protocol error that closes the connection.
+	MaxMessageBytes = 16 << 20
+	// MaxChunkBytes caps one artifact chunk; each is acknowledged before the
+	// next is sent, which is the stream's backpressure.
+	MaxChunkBytes = 256 << 10
+	// MaxInflight caps the requests one side serves at once; the next is
+	// answered overloaded at once, without pausing the reader.
+	MaxInflight = 64
+	// InTransactionDeadlineMillis bounds an in-transaction call.
+	InTransactionDeadlineMillis = 250
+)
+
+// Payload is an Event or operation payload: a schema identifier
+// (<base>.v<N>, or empty) and its data as raw JSON.
+type Payload struct {
+	Schema string         `json:"schema,omitempty"`
+	Data   jsontext.Value `json:"data,omitempty"`
+}
+
+// HostInfo names the host in initialize.
+type HostInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// InitializeParams is what the host sends first.
+type InitializeParams struct {
+	// ProtocolVersions are the versions the host speaks.
+	ProtocolVersions []int   `json:"protocol_versions"`
+	Host             HostInfo `json:"host"`
+	// StateDir is the extension's private state directory.
+	StateDir string `json:"state_dir,omitempty"`
+	// ConfigDir is the config file's directory, for relative paths.
+	ConfigDir string `json:"config_dir,omitempty"`
+	// ExecutorDirs maps each declared executor to its runs directory.
+	ExecutorDirs map[string]string `json:"executor_dirs,omitempty"`
+	// ResourceDirs maps each declared resource type to its state directory.
+	ResourceDirs map[string]string `json:"resource_dirs,omitempty"`
+	// ContainerDirs maps each declared container type to its state directory.
+	ContainerDirs map[string]string `json:"container_dirs,omitempty"`
+	// ContainerHost is the host's container label.
+	ContainerHost string `json:"container_host,omitempty"`
+}
+
+// InitializeResult is the extension's answer: the version it picked and its
+// manifest, which must equal the file semantically.
+type InitializeResult struct {
+	ProtocolVersion int      `json:"protocol_version"`
+	Manifest        Manifest `json:"manifest"`
+}
+
+// Generation identifies the config generation a configure carries.
+type Generation struct {
+	ID   int64  `json:"id"`
+	Hash string `json:"hash,omitempty"`
+}
+
+// Entry is one configured instance of one of the extension's types in a scope.
+type Entry struct {
+	Scope string `json:"scope"`
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	// Config is the entry's config object as written.
+	Config jsontext.Value `json:"config,omitempty"`
+	// Connection is the connection the entry names, when of a declared type.
+	Connection string `json:"connection,omitempty"`
+	// BindingConnections are the connections the scope's bindings name that
+	// are of the extension's declared connection types.
+	BindingConnections []string `json:"binding_connections,omitempty"`
+}
+
+// Connection is a connection the extension may use: config only, with the
+// names of its secrets (never their values or references).
+type Connection struct {
+	Name    string         `json:"name"`
+	Type    string         `json:"type"`
+	Config  jsontext.Value `json:"config,omitempty"`
+	Secrets []string       `json:"secrets,omitempty"`
+}
+
+// KVLayout is the stored and declared KV layout versions; stored < declared
+// asks the extension to migrate before it configures.
+type KVLayout struct {
+	Stored   int `json:"stored"`
+	Declared int `json:"declared"`
+}
+
+// ConfigureParams carries the current config generation. It is sent after
+// initialize and again on every config apply, without a restart.
+type ConfigureParams struct {
+	Generation  Generation   `json:"generation"`
+	Entries     []Entry      `json:"entries,omitempty"`
+	Connections []Connection `json:"connections,omitempty"`
+	// Disabled are the extension's entries in disabled scopes: start nothing
+	// new for them, keep what they hold.
+	Disabled  []Entry  `json:"disabled,omitempty"`
+	PublicURL string   `json:"public_url,omitempty"`
+	DryRun    bool     `json:"dry_run,omitempty"`
+	KV        KVLayout `json:"kv"`
+}
+
+// Source is an ingress source the extension registers.
+type Source struct {
+	Name     string   `json:"name"`
+	Families []string `json:"families,omitempty"`
+}
+
+// ConfigureResult names the sources and webhook paths the extension
+// registers; each must stay in its namespace.
+type ConfigureResult struct {
+	Sources      []Source `json:"sources,omitempty"`
+	WebhookPaths []string `json:"webhook_paths,omitempty"`
+}
+
+// ShutdownParams has no fields; it is an object for forward compatibility.
+type ShutdownParams struct{}
+
+// ShutdownResult has no fields.
+type ShutdownResult struct{}
+
+// CancelParams is the $/cancel notification's params: the id of the request
+// to cancel, as the sender sent it.
+type CancelParams struct {
+	ID jsontext.Value `json:"id"`
+}
+
+// KVVersion is the version of a stored value: a digest of its bytes. An
+// absent key has the empty version.
+func KVVersion(value []byte) string {
+	sum := sha256.Sum256(value)
+	return hex.EncodeToString(sum[:16])
+}
+
+// KVGetParams reads one key.
+type KVGetParams struct {
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+}
+
+// KVGetResult is the value and its version; Found false means absent.
+type KVGetResult struct {
+	Found   bool   `json:"found"`
+	Value   []byte `json:"value,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// KVListParams lists keys of one namespace in key order, starting after
+// After, at most Limit (default and maximum 1000).
+type KVListParams struct {
+	Namespace string `json:"namespace"`
+	Prefix    string `json:"prefix,omitempty"`
+	After     string `json:"after,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// KVItem is one listed key.
+type KVItem struct {
+	Key     string `json:"key"`
+	Value   []byte `json:"value"`
+	Version string `json:"version"`
+}
+
+// KVListResult is one page; More says another page follows after the last
+// key.
+type KVListResult struct {
+	Items []KVItem `json:"items"`
+	More  bool     `json:"more,omitempty"`
+}
+
+// KVMaxList is the largest kv.list page.
+const KVMaxList = 1000
+
+// KVCheck is a precondition: the key's version is Version, or the key is
+// absent when Absent is set.
+type KVCheck struct {
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	Version   string `json:"version,omitempty"`
+	Absent    bool   `json:"absent,omitempty"`
+}
+
+// KVPut writes one key.
+type KVPut struct {
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	Value     []byte `json:"value"`
+}
+
+// KVDelete removes one key.
+type KVDelete struct {
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+}
+
+// Emission is an Event a kv.commit batch asks the host to accept in the same
+// atomic unit: a root Event of the scope when Parent is empty, otherwise one
+// derived from Parent.
+type Emission struct {
+	Scope      string  `json:"scope"`
+	Source     string  `json:"source"`
+	DeliveryID string  `json:"delivery_id"`
+	Type       string  `json:"type"`
+	Parent     string  `json:"parent,omitempty"`
+	Payload    Payload `json:"payload"`
+}
+
+// KVCommitParams is one atomic batch: every check holds, then every put,
+// delete and emission applies, or nothing does.
+type KVCommitParams struct {
+	Checks    []KVCheck  `json:"checks,omitempty"`
+	Puts      []KVPut    `json:"puts,omitempty"`
+	Deletes   []KVDelete `json:"deletes,omitempty"`
+	Emissions []Emission `json:"emissions,omitempty"`
+}
+
+// EmissionResult answers one Emission: the accepted Event's ID and whether
+// it was new, or the code it was refused with alone (causal_limit).
+type EmissionResult struct {
+	EventID string `json:"event_id,omitempty"`
+	Added   bool   `json:"added,omitempty"`
+	Refused string `json:"refused,omitempty"`
+}
+
+// KVCommitResult answers a committed batch: each put's new version, in
+// order, and each emission's outcome.
+type KVCommitResult struct {
+	Versions  []string         `json:"versions,omitempty"`
+	Emissions []EmissionResult `json:"emissions,omitempty"`
+}
+
+// EmittedEventID names an emitted Event before it commits, so a
+// transaction's own records can name it, and emitting it again is the same
+// Event.
+func EmittedEventID(source, deliveryID string) string {
+	sum := sha256.Sum256([]byte(source + "\x00" + deliveryID))
+	return "ev_" + hex.EncodeToString(sum[:16])
+}
+
+// Authority is what an operation call carries instead of a token. The host
+// builds it; the extension never supplies it.
+type Authority struct {
+	Scope       string `json:"scope_id,omitempty"`
+	Work        string `json:"work_id,omitempty"`
+	Execution   string `json:"execution_id,omitempty"`
+	Connection  string `json:"connection,omitempty"`
+	Caller      string `json:"caller,omitempty"`
+}
+
+// OperationCallParams calls a handler operation.
+type OperationCallParams struct {
+	Operation string    `json:"operation"`
+	Input     Payload   `json:"input"`
+	Authority Authority `json:"authority"`
+	// RequestID is the call's idempotency key: a retry carries the same one.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// OperationCallResult is the handler's output.
+type OperationCallResult struct {
+	Output Payload `json:"output"`
+}
+
+// TaskRunParams runs one pass of a declared task.
+type TaskRunParams struct {
+	Task string `json:"task"`
+}
+
+// TaskRunResult has no fields.
+type TaskRunResult struct{}
+
+// CheckRunParams runs one declared doctor check.
+type CheckRunParams struct {
+	Check  string         `json:"check"`
+	Deep   bool           `json:"deep,omitempty"`
+	Config jsontext.Value `json:"config,omitempty"`
+}
+
+// Check statuses.
+const (
+	CheckOK   = "ok"
+	CheckInfo = "info"
+	CheckWarn = "warn"
+	CheckFail = "fail"
+)
+
+// CheckRunResult is a check's verdict: the short form {ok, detail} or the
+// full form with a status.
+type CheckRunResult struct {
+	OK     bool     `json:"ok,omitempty"`
+	Status string   `json:"status,omitempty"`
+	Code   string   `json:"code,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+	Items  []string `json:"items,omitempty"`
+}
+
+// IngressDeliverParams delivers one input from the extension's own receiver.
+type IngressDeliverParams struct {
+	Source      string `json:"source"`
+	DeliveryID  string `json:"delivery_id"`
+	ContentType string `json:"content_type,omitempty"`
+	Body        []byte `json:"body"`
+}
+
+// IngressDeliverResult is answered after durable acceptance.
+type IngressDeliverResult struct {
+	Accepted  bool `json:"accepted"`
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// ArtifactCreateParams opens an artifact writer.
+type ArtifactCreateParams struct {
+	Execution string `json:"execution_id,omitempty"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type,omitempty"`
+}
+
+// ArtifactCreateResult names the writer.
+type ArtifactCreateResult struct {
+	Artifact string `json:"artifact_id"`
+}
+
+// ArtifactWriteParams writes one chunk at Offset (the bytes written so far).
+type ArtifactWriteParams struct {
+	Artifact string `json:"artifact_id"`
+	Offset   int64  `json:"offset"`
+	Data     []byte `json:"data"`
+}
+
+// ArtifactWriteResult acknowledges a chunk with the artifact's new size.
+type ArtifactWriteResult struct {
+	Size int64 `json:"size"`
+}
+
+// ArtifactCommitParams commits an artifact; Digest, when set, is the
+// writer's SHA-256 (hex) of every byte and must match.
+type ArtifactCommitParams struct {
+	Artifact string `json:"artifact_id"`
+	Digest   string `json:"digest,omitempty"`
+}
+
+// ArtifactCommitResult is the committed artifact.
+type ArtifactCommitResult struct {
+	Artifact string `json:"artifact_id"`
+	Size     int64  `json:"size"`
+	Digest   string `json:"digest"`
+}
+
+// ArtifactAbortParams abandons a writer.
+type ArtifactAbortParams struct {
+	Artifact string `json:"artifact_id"`
+}
