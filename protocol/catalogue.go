@@ -241,7 +241,7 @@ const (
 	MethodKVList   = "kv.list"
 	MethodKVCommit = "kv.commit"
 
-	MethodOperationCall = "operation.call"
+	MethodOperationCall  = "operation.call"
 	MethodIngressDeliver = "ingress.deliver"
 	MethodArtifactCreate = "artifact.create"
 	MethodArtifactWrite  = "artifact.write"

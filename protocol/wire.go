@@ -38,7 +38,7 @@ type HostInfo struct {
 // InitializeParams is what the host sends first.
 type InitializeParams struct {
 	// ProtocolVersions are the versions the host speaks.
-	ProtocolVersions []int   `json:"protocol_versions"`
+	ProtocolVersions []int    `json:"protocol_versions"`
 	Host             HostInfo `json:"host"`
 	// StateDir is the extension's private state directory.
 	StateDir string `json:"state_dir,omitempty"`
@@ -251,11 +251,11 @@ func EmittedEventID(source, deliveryID string) string {
 // Authority is what an operation call carries instead of a token. The host
 // builds it; the extension never supplies it.
 type Authority struct {
-	Scope       string `json:"scope_id,omitempty"`
-	Work        string `json:"work_id,omitempty"`
-	Execution   string `json:"execution_id,omitempty"`
-	Connection  string `json:"connection,omitempty"`
-	Caller      string `json:"caller,omitempty"`
+	Scope      string `json:"scope_id,omitempty"`
+	Work       string `json:"work_id,omitempty"`
+	Execution  string `json:"execution_id,omitempty"`
+	Connection string `json:"connection,omitempty"`
+	Caller     string `json:"caller,omitempty"`
 }
 
 // OperationCallParams calls a handler operation.
