@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"io"
 	"net"
@@ -65,7 +66,9 @@ func fromWire(e *jsonrpc2.Error) *protocol.Error {
 // connection breaking, or the caller's own context.
 func (c *Conn) mapCallError(ctx context.Context, method string, err error) error {
 	var we *jsonrpc2.Error
-	if errors.As(err, &we) {
+	if errors.As(err, &we) && we != jsonrpc2.ErrParse && we != jsonrpc2.ErrInvalidRequest {
+		// The library fails pending calls with its own parse sentinels when
+		// the peer sends a line it cannot read; those are not answers.
 		return fromWire(we)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
@@ -80,6 +83,11 @@ func (c *Conn) transportError(method string, err error) error {
 	reason := c.closeReason()
 	if reason == "" {
 		reason = describe(err)
+		if errors.Is(err, jsonrpc2.ErrParse) || errors.Is(err, jsonrpc2.ErrInvalidRequest) {
+			if _, bad := c.guard.state(); bad != nil {
+				reason = fmt.Sprintf("%s: %q", reason, bad)
+			}
+		}
 	}
 	return protocol.Errorf(protocol.ErrTransport, "%s: connection to %s broke: %s", method, c.peerName(), reason)
 }

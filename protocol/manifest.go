@@ -45,7 +45,7 @@ type Manifest struct {
 	// Command runs the package, relative to its directory (or HostRunCommand).
 	Command []string `json:"command"`
 	// KVVersion versions the package's own KV layout; it never goes down.
-	KVVersion int `json:"kv_version,omitempty"`
+	KVVersion int `json:"kv_version,omitzero"`
 	// Permissions asks for host services beyond the package's own surfaces.
 	Permissions []string `json:"permissions,omitempty"`
 	// Playbooks is a directory of <name>.md playbooks inside the package.
@@ -60,18 +60,18 @@ type Provides struct {
 	Connections      []ConnectionType `json:"connections,omitempty"`
 	Extensions       []ExtensionType  `json:"extensions,omitempty"`
 	Families         []Family         `json:"families,omitempty"`
-	Webhooks         bool             `json:"webhooks,omitempty"`
+	Webhooks         bool             `json:"webhooks,omitzero"`
 	Routes           []Route          `json:"routes,omitempty"`
 	WorkKinds        []WorkKind       `json:"work_kinds,omitempty"`
 	Recurrences      []Recurrence     `json:"recurrences,omitempty"`
 	Operations       []Operation      `json:"operations,omitempty"`
 	Toolsets         []Toolset        `json:"toolsets,omitempty"`
 	Targets          []string         `json:"targets,omitempty"`
-	DependencyFilter bool             `json:"dependency_filter,omitempty"`
-	EntryGated       bool             `json:"entry_gated,omitempty"`
-	EntryNamed       bool             `json:"entry_named,omitempty"`
-	OperationGate    bool             `json:"operation_gate,omitempty"`
-	StartGate        bool             `json:"start_gate,omitempty"`
+	DependencyFilter bool             `json:"dependency_filter,omitzero"`
+	EntryGated       bool             `json:"entry_gated,omitzero"`
+	EntryNamed       bool             `json:"entry_named,omitzero"`
+	OperationGate    bool             `json:"operation_gate,omitzero"`
+	StartGate        bool             `json:"start_gate,omitzero"`
 	Executors        []Executor       `json:"executors,omitempty"`
 	Resources        []Resource       `json:"resources,omitempty"`
 	Sandboxes        []ProviderType   `json:"sandboxes,omitempty"`
@@ -81,14 +81,14 @@ type Provides struct {
 	Checks           []Check          `json:"checks,omitempty"`
 	ExternalStores   []ExternalStore  `json:"external_stores,omitempty"`
 	Schemas          []Schema         `json:"schemas,omitempty"`
-	Exporters        bool             `json:"exporters,omitempty"`
-	Render           bool             `json:"render,omitempty"`
-	Annotate         bool             `json:"annotate,omitempty"`
-	Actions          bool             `json:"actions,omitempty"`
-	Panels           bool             `json:"panels,omitempty"`
-	RunEnvironment   bool             `json:"run_environment,omitempty"`
-	SegmentEnd       bool             `json:"segment_end,omitempty"`
-	ConfigCandidate  bool             `json:"config_candidate,omitempty"`
+	Exporters        bool             `json:"exporters,omitzero"`
+	Render           bool             `json:"render,omitzero"`
+	Annotate         bool             `json:"annotate,omitzero"`
+	Actions          bool             `json:"actions,omitzero"`
+	Panels           bool             `json:"panels,omitzero"`
+	RunEnvironment   bool             `json:"run_environment,omitzero"`
+	SegmentEnd       bool             `json:"segment_end,omitzero"`
+	ConfigCandidate  bool             `json:"config_candidate,omitzero"`
 	Setup            []Setup          `json:"setup,omitempty"`
 	Probes           []Probe          `json:"probes,omitempty"`
 	Pages            []Page           `json:"pages,omitempty"`
@@ -99,10 +99,10 @@ type Field struct {
 	Name     string   `json:"name"`
 	Help     string   `json:"help,omitempty"`
 	Default  string   `json:"default,omitempty"`
-	Required bool     `json:"required,omitempty"`
+	Required bool     `json:"required,omitzero"`
 	Options  []string `json:"options,omitempty"`
 	// Secret marks a key of a connection's secret_refs (connections only).
-	Secret bool `json:"secret,omitempty"`
+	Secret bool `json:"secret,omitzero"`
 }
 
 // Setting is a top-level config field that is safe to show the operator.
@@ -110,7 +110,7 @@ type Setting struct {
 	Field string `json:"field"`
 	// Type is string, boolean, number or strings.
 	Type    string         `json:"type"`
-	Default jsontext.Value `json:"default,omitempty"`
+	Default jsontext.Value `json:"default,omitzero"`
 }
 
 // Describe names what an entry sets up: one line per element of List.
@@ -130,7 +130,7 @@ type ConnectionType struct {
 // that produce Events of the listed families.
 type ExtensionType struct {
 	Type     string    `json:"type"`
-	Ingress  bool      `json:"ingress,omitempty"`
+	Ingress  bool      `json:"ingress,omitzero"`
 	Families []string  `json:"families,omitempty"`
 	Settings []Setting `json:"settings,omitempty"`
 	Describe *Describe `json:"describe,omitempty"`
@@ -141,7 +141,7 @@ type ExtensionType struct {
 // re-derive states what is lost when a delivery is missed.
 type Family struct {
 	Name        string `json:"name"`
-	Rederivable bool   `json:"rederivable,omitempty"`
+	Rederivable bool   `json:"rederivable,omitzero"`
 	Loss        string `json:"loss,omitempty"`
 }
 
@@ -149,20 +149,20 @@ type Family struct {
 type Route struct {
 	Handler string `json:"handler"`
 	// Samples marks a handler that answers route.samples.
-	Samples bool `json:"samples,omitempty"`
+	Samples bool `json:"samples,omitzero"`
 	// Binding marks a handler that checks the binding its routes bind.
-	Binding bool    `json:"binding,omitempty"`
+	Binding bool    `json:"binding,omitzero"`
 	Fields  []Field `json:"fields,omitempty"`
 }
 
 // WorkKind is a kind of Work the package's routes create, with its policy.
 type WorkKind struct {
 	Kind     string `json:"kind"`
-	Standing bool   `json:"standing,omitempty"`
+	Standing bool   `json:"standing,omitzero"`
 	// Trigger marks a kind whose trigger input is chosen by work_kind.trigger.
-	Trigger bool `json:"trigger,omitempty"`
-	Timed   bool `json:"timed,omitempty"`
-	RunOnce bool `json:"run_once,omitempty"`
+	Trigger bool `json:"trigger,omitzero"`
+	Timed   bool `json:"timed,omitzero"`
+	RunOnce bool `json:"run_once,omitzero"`
 }
 
 // Recurrence is a calendar rule kind answered by recurrence.next.
@@ -185,9 +185,9 @@ type Operation struct {
 	Summary  string `json:"summary,omitempty"`
 	Guidance string `json:"guidance,omitempty"`
 	// Input is the JSON Schema of the input's data; it must be an object schema.
-	Input jsontext.Value `json:"input,omitempty"`
+	Input jsontext.Value `json:"input,omitzero"`
 	// Commit marks an emit whose records commit with the Event (emit.commit).
-	Commit bool `json:"commit,omitempty"`
+	Commit bool `json:"commit,omitzero"`
 	// Serves names the capability a handler serves.
 	Serves string `json:"serves,omitempty"`
 }
@@ -202,7 +202,7 @@ type Toolset struct {
 // joined in.
 type ToolsetOperation struct {
 	Name  string `json:"name"`
-	Since int    `json:"since,omitempty"`
+	Since int    `json:"since,omitzero"`
 }
 
 // Executor controls, each a method the host may call.
@@ -227,23 +227,23 @@ type Executor struct {
 	LaunchNames []string `json:"launch_names,omitempty"`
 	// ResourceMode, Playbook and FolderConfig mark validate kinds the
 	// executor answers (executor_mode, executor_playbook, executor_folder).
-	ResourceMode bool    `json:"resource_mode,omitempty"`
-	Playbook     bool    `json:"playbook,omitempty"`
-	FolderConfig bool    `json:"folder_config,omitempty"`
+	ResourceMode bool    `json:"resource_mode,omitzero"`
+	Playbook     bool    `json:"playbook,omitzero"`
+	FolderConfig bool    `json:"folder_config,omitzero"`
 	Fields       []Field `json:"fields,omitempty"`
 }
 
 // Capabilities are the core's mechanical executor labels. There is no field
 // for a semantic label, so one cannot be expressed.
 type Capabilities struct {
-	Interrupt bool `json:"interrupt,omitempty"`
-	Inject    bool `json:"inject,omitempty"`
-	Resume    bool `json:"resume,omitempty"`
-	Workspace bool `json:"workspace,omitempty"`
+	Interrupt bool `json:"interrupt,omitzero"`
+	Inject    bool `json:"inject,omitzero"`
+	Resume    bool `json:"resume,omitzero"`
+	Workspace bool `json:"workspace,omitzero"`
 	// Toolbelt lists none, cli, mcp or sdk.
 	Toolbelt  []string `json:"toolbelt,omitempty"`
-	Sandbox   bool     `json:"sandbox,omitempty"`
-	Container bool     `json:"container,omitempty"`
+	Sandbox   bool     `json:"sandbox,omitzero"`
+	Container bool     `json:"container,omitzero"`
 }
 
 // Resource is a resource (workspace) provider type.
@@ -251,9 +251,9 @@ type Resource struct {
 	Type string `json:"type"`
 	// Modes are distinct values of shared, work and fresh.
 	Modes       []string  `json:"modes,omitempty"`
-	ModeDefault bool      `json:"mode_default,omitempty"`
-	Sandbox     bool      `json:"sandbox,omitempty"`
-	Sweep       bool      `json:"sweep,omitempty"`
+	ModeDefault bool      `json:"mode_default,omitzero"`
+	Sandbox     bool      `json:"sandbox,omitzero"`
+	Sweep       bool      `json:"sweep,omitzero"`
 	Settings    []Setting `json:"settings,omitempty"`
 	Fields      []Field   `json:"fields,omitempty"`
 }
@@ -267,7 +267,7 @@ type ProviderType struct {
 // ContainerType is a container provider type.
 type ContainerType struct {
 	Type    string  `json:"type"`
-	Forward bool    `json:"forward,omitempty"`
+	Forward bool    `json:"forward,omitzero"`
 	Fields  []Field `json:"fields,omitempty"`
 }
 
@@ -280,8 +280,8 @@ type Task struct {
 // Check is a doctor check.
 type Check struct {
 	Name    string `json:"name"`
-	Deep    bool   `json:"deep,omitempty"`
-	Offline bool   `json:"offline,omitempty"`
+	Deep    bool   `json:"deep,omitzero"`
+	Offline bool   `json:"offline,omitzero"`
 }
 
 // ExternalStore is a store larger than coordination state, reached through a
@@ -301,7 +301,7 @@ type Schema struct {
 // Setup is a setup flow the package offers for one of its types.
 type Setup struct {
 	Type     string `json:"type"`
-	FirstRun bool   `json:"first_run,omitempty"`
+	FirstRun bool   `json:"first_run,omitzero"`
 }
 
 // Probe is a read-only setup probe the package offers (probe.serve).

@@ -26,7 +26,7 @@ const (
 // (<base>.v<N>, or empty) and its data as raw JSON.
 type Payload struct {
 	Schema string         `json:"schema,omitempty"`
-	Data   jsontext.Value `json:"data,omitempty"`
+	Data   jsontext.Value `json:"data,omitzero"`
 }
 
 // HostInfo names the host in initialize.
@@ -73,7 +73,7 @@ type Entry struct {
 	Type  string `json:"type"`
 	Name  string `json:"name"`
 	// Config is the entry's config object as written.
-	Config jsontext.Value `json:"config,omitempty"`
+	Config jsontext.Value `json:"config,omitzero"`
 	// Connection is the connection the entry names, when of a declared type.
 	Connection string `json:"connection,omitempty"`
 	// BindingConnections are the connections the scope's bindings name that
@@ -86,7 +86,7 @@ type Entry struct {
 type Connection struct {
 	Name    string         `json:"name"`
 	Type    string         `json:"type"`
-	Config  jsontext.Value `json:"config,omitempty"`
+	Config  jsontext.Value `json:"config,omitzero"`
 	Secrets []string       `json:"secrets,omitempty"`
 }
 
@@ -107,7 +107,7 @@ type ConfigureParams struct {
 	// new for them, keep what they hold.
 	Disabled  []Entry  `json:"disabled,omitempty"`
 	PublicURL string   `json:"public_url,omitempty"`
-	DryRun    bool     `json:"dry_run,omitempty"`
+	DryRun    bool     `json:"dry_run,omitzero"`
 	KV        KVLayout `json:"kv"`
 }
 
@@ -162,7 +162,7 @@ type KVListParams struct {
 	Namespace string `json:"namespace"`
 	Prefix    string `json:"prefix,omitempty"`
 	After     string `json:"after,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
+	Limit     int    `json:"limit,omitzero"`
 }
 
 // KVItem is one listed key.
@@ -176,7 +176,7 @@ type KVItem struct {
 // key.
 type KVListResult struct {
 	Items []KVItem `json:"items"`
-	More  bool     `json:"more,omitempty"`
+	More  bool     `json:"more,omitzero"`
 }
 
 // KVMaxList is the largest kv.list page.
@@ -188,7 +188,7 @@ type KVCheck struct {
 	Namespace string `json:"namespace"`
 	Key       string `json:"key"`
 	Version   string `json:"version,omitempty"`
-	Absent    bool   `json:"absent,omitempty"`
+	Absent    bool   `json:"absent,omitzero"`
 }
 
 // KVPut writes one key.
@@ -229,7 +229,7 @@ type KVCommitParams struct {
 // it was new, or the code it was refused with alone (causal_limit).
 type EmissionResult struct {
 	EventID string `json:"event_id,omitempty"`
-	Added   bool   `json:"added,omitempty"`
+	Added   bool   `json:"added,omitzero"`
 	Refused string `json:"refused,omitempty"`
 }
 
@@ -283,8 +283,8 @@ type TaskRunResult struct{}
 // CheckRunParams runs one declared doctor check.
 type CheckRunParams struct {
 	Check  string         `json:"check"`
-	Deep   bool           `json:"deep,omitempty"`
-	Config jsontext.Value `json:"config,omitempty"`
+	Deep   bool           `json:"deep,omitzero"`
+	Config jsontext.Value `json:"config,omitzero"`
 }
 
 // Check statuses.
@@ -298,7 +298,7 @@ const (
 // CheckRunResult is a check's verdict: the short form {ok, detail} or the
 // full form with a status.
 type CheckRunResult struct {
-	OK     bool     `json:"ok,omitempty"`
+	OK     bool     `json:"ok,omitzero"`
 	Status string   `json:"status,omitempty"`
 	Code   string   `json:"code,omitempty"`
 	Detail string   `json:"detail,omitempty"`
@@ -316,7 +316,7 @@ type IngressDeliverParams struct {
 // IngressDeliverResult is answered after durable acceptance.
 type IngressDeliverResult struct {
 	Accepted  bool `json:"accepted"`
-	Duplicate bool `json:"duplicate,omitempty"`
+	Duplicate bool `json:"duplicate,omitzero"`
 }
 
 // ArtifactCreateParams opens an artifact writer.

@@ -1,0 +1,266 @@
+package sdk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// Host is the extension's client for the host's methods (E→H). Every call is
+// scoped by the host to the identity it started the process with: KV only in
+// the extension's own namespaces, state only in its scopes. A Host is passed
+// to Configure, Migrate, tasks and checks, and HostFrom finds it inside any
+// handler. It is safe for concurrent use.
+type Host struct {
+	connp atomic.Pointer[jsonrpc.Conn]
+	name  string
+
+	mu       sync.Mutex
+	stateDir string
+}
+
+type hostKey struct{}
+
+func withHost(ctx context.Context, h *Host) context.Context {
+	return context.WithValue(ctx, hostKey{}, h)
+}
+
+// HostFrom returns the Host of the request ctx serves, or nil outside one.
+func HostFrom(ctx context.Context) *Host {
+	h, _ := ctx.Value(hostKey{}).(*Host)
+	return h
+}
+
+// conn is the connection to the host; it is set before the first request
+// is served.
+func (h *Host) conn() *jsonrpc.Conn { return h.connp.Load() }
+
+// Name is the extension's name, the root of its namespaces.
+func (h *Host) Name() string { return h.name }
+
+// StateDir is the extension's private state directory, as initialize named
+// it.
+func (h *Host) StateDir() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stateDir
+}
+
+func (h *Host) setStateDir(dir string) {
+	h.mu.Lock()
+	h.stateDir = dir
+	h.mu.Unlock()
+}
+
+// Call sends any host method by name: the escape hatch for methods this
+// client has no wrapper for yet.
+func (h *Host) Call(ctx context.Context, method string, params, result any) error {
+	return h.conn().Call(ctx, method, params, result)
+}
+
+// Value is a KV read: the bytes and their version, or Found false.
+type Value struct {
+	Found   bool
+	Value   []byte
+	Version string
+}
+
+// Get reads one key of one of the extension's namespaces.
+func (h *Host) Get(ctx context.Context, namespace, key string) (Value, error) {
+	var r protocol.KVGetResult
+	if err := h.conn().Call(ctx, protocol.MethodKVGet, protocol.KVGetParams{Namespace: namespace, Key: key}, &r); err != nil {
+		return Value{}, err
+	}
+	return Value{Found: r.Found, Value: r.Value, Version: r.Version}, nil
+}
+
+// List reads every key of a namespace under prefix, in key order, paging
+// through kv.list.
+func (h *Host) List(ctx context.Context, namespace, prefix string) ([]protocol.KVItem, error) {
+	var out []protocol.KVItem
+	after := ""
+	for {
+		var r protocol.KVListResult
+		p := protocol.KVListParams{Namespace: namespace, Prefix: prefix, After: after, Limit: protocol.KVMaxList}
+		if err := h.conn().Call(ctx, protocol.MethodKVList, p, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r.Items...)
+		if !r.More || len(r.Items) == 0 {
+			return out, nil
+		}
+		after = r.Items[len(r.Items)-1].Key
+	}
+}
+
+// Batch is a set of KV preconditions and writes that kv.commit applies as
+// one atomic unit: every check holds and every write applies, or nothing
+// does. Like Pebble's Batch it is not safe for concurrent use.
+type Batch struct {
+	p protocol.KVCommitParams
+}
+
+// NewBatch returns an empty batch.
+func NewBatch() *Batch { return &Batch{} }
+
+// Check requires the key's version to be version when the batch commits.
+func (b *Batch) Check(namespace, key, version string) *Batch {
+	b.p.Checks = append(b.p.Checks, protocol.KVCheck{Namespace: namespace, Key: key, Version: version})
+	return b
+}
+
+// CheckAbsent requires the key to be absent when the batch commits.
+func (b *Batch) CheckAbsent(namespace, key string) *Batch {
+	b.p.Checks = append(b.p.Checks, protocol.KVCheck{Namespace: namespace, Key: key, Absent: true})
+	return b
+}
+
+// Put writes value under key.
+func (b *Batch) Put(namespace, key string, value []byte) *Batch {
+	b.p.Puts = append(b.p.Puts, protocol.KVPut{Namespace: namespace, Key: key, Value: value})
+	return b
+}
+
+// Delete removes key.
+func (b *Batch) Delete(namespace, key string) *Batch {
+	b.p.Deletes = append(b.p.Deletes, protocol.KVDelete{Namespace: namespace, Key: key})
+	return b
+}
+
+// Emit adds an Event of one of the extension's families for the host to
+// accept in the same atomic unit.
+func (b *Batch) Emit(e protocol.Emission) *Batch {
+	b.p.Emissions = append(b.p.Emissions, e)
+	return b
+}
+
+// Empty reports whether the batch holds nothing.
+func (b *Batch) Empty() bool {
+	return len(b.p.Checks)+len(b.p.Puts)+len(b.p.Deletes)+len(b.p.Emissions) == 0
+}
+
+// Commit applies the batch. A failed check is protocol.ErrConflict and
+// applies nothing; re-read and retry.
+func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, error) {
+	var r protocol.KVCommitResult
+	err := h.conn().Call(ctx, protocol.MethodKVCommit, b.p, &r)
+	return r, err
+}
+
+// maxUpdateAttempts bounds Update's retries on conflict.
+const maxUpdateAttempts = 16
+
+// Update reads key, applies fn to its value, and commits the result guarded
+// by the version it read, retrying on conflict. fn returning nil deletes
+// the key.
+func (h *Host) Update(ctx context.Context, namespace, key string, fn func(old []byte, found bool) ([]byte, error)) error {
+	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		cur, err := h.Get(ctx, namespace, key)
+		if err != nil {
+			return err
+		}
+		next, err := fn(cur.Value, cur.Found)
+		if err != nil {
+			return err
+		}
+		b := NewBatch()
+		if cur.Found {
+			b.Check(namespace, key, cur.Version)
+		} else {
+			b.CheckAbsent(namespace, key)
+		}
+		if next == nil {
+			b.Delete(namespace, key)
+		} else {
+			b.Put(namespace, key, next)
+		}
+		_, err = h.Commit(ctx, b)
+		if !errors.Is(err, protocol.ErrConflict) {
+			return err
+		}
+	}
+	return protocol.Errorf(protocol.ErrConflict, "%s/%s: still conflicting after %d attempts", namespace, key, maxUpdateAttempts)
+}
+
+// Deliver hands one input from the extension's own receiver to the host,
+// which answers only after accepting it durably: acknowledge upstream only
+// then.
+func (h *Host) Deliver(ctx context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
+	var r protocol.IngressDeliverResult
+	err := h.conn().Call(ctx, protocol.MethodIngressDeliver, p, &r)
+	return r, err
+}
+
+// Artifact opens an artifact writer: bytes written are sent in acknowledged
+// chunks of at most 256 KiB, so a slow host slows the writer rather than
+// filling memory.
+func (h *Host) Artifact(ctx context.Context, p protocol.ArtifactCreateParams) (*ArtifactWriter, error) {
+	var r protocol.ArtifactCreateResult
+	if err := h.conn().Call(ctx, protocol.MethodArtifactCreate, p, &r); err != nil {
+		return nil, err
+	}
+	return &ArtifactWriter{h: h, ctx: ctx, id: r.Artifact, sum: sha256.New()}, nil
+}
+
+// ArtifactWriter writes one artifact. It is an io.Writer; call Commit (or
+// Abort) when done. It is not safe for concurrent use.
+type ArtifactWriter struct {
+	h      *Host
+	ctx    context.Context
+	id     string
+	offset int64
+	sum    hash.Hash
+	err    error
+}
+
+// ID names the artifact.
+func (w *ArtifactWriter) ID() string { return w.id }
+
+// Write sends p in chunks, each acknowledged before the next.
+func (w *ArtifactWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), protocol.MaxChunkBytes)
+		var r protocol.ArtifactWriteResult
+		err := w.h.conn().Call(w.ctx, protocol.MethodArtifactWrite,
+			protocol.ArtifactWriteParams{Artifact: w.id, Offset: w.offset, Data: p[:n]}, &r)
+		if err != nil {
+			w.err = fmt.Errorf("artifact %s at %d: %w", w.id, w.offset, err)
+			return written, w.err
+		}
+		w.sum.Write(p[:n])
+		w.offset += int64(n)
+		written += n
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// Commit commits the artifact, checked against the digest of every byte
+// written.
+func (w *ArtifactWriter) Commit() (protocol.ArtifactCommitResult, error) {
+	if w.err != nil {
+		return protocol.ArtifactCommitResult{}, w.err
+	}
+	var r protocol.ArtifactCommitResult
+	err := w.h.conn().Call(w.ctx, protocol.MethodArtifactCommit,
+		protocol.ArtifactCommitParams{Artifact: w.id, Digest: hex.EncodeToString(w.sum.Sum(nil))}, &r)
+	return r, err
+}
+
+// Abort abandons the artifact.
+func (w *ArtifactWriter) Abort() error {
+	return w.h.conn().Call(context.WithoutCancel(w.ctx), protocol.MethodArtifactAbort,
+		protocol.ArtifactAbortParams{Artifact: w.id}, nil)
+}

@@ -1,0 +1,91 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// OperationHandler serves one toolbelt operation. Make one with Handler.
+type OperationHandler struct {
+	op *operation
+}
+
+// operation is a registered operation: its input schema, how to decode and
+// run it, and the schema its output is sent under.
+type operation struct {
+	inputSchema     *Schema
+	inputSchemaJSON jsontext.Value
+	outputSchema    string
+	call            func(ctx context.Context, a protocol.Authority, input protocol.Payload) (any, error)
+}
+
+// Handler makes an operation handler from a typed function. The input's data
+// is checked against In's JSON Schema (SchemaOf) and decoded strictly: a
+// missing required field, a field In does not have, or a value of the wrong
+// type is refused bad_request naming the field, before fn runs. The Out fn
+// returns is sent as the output's data. In must be a struct or
+// protocol.Payload (to handle the raw payload); anything else panics when the
+// extension is built.
+func Handler[In, Out any](fn func(ctx context.Context, a protocol.Authority, in In) (Out, error)) OperationHandler {
+	t := reflect.TypeFor[In]()
+	raw := t == payType
+	if !raw && t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("sdk: Handler: input %s must be a struct or protocol.Payload", t))
+	}
+	var schema *Schema
+	if raw {
+		schema = &Schema{Type: "object"}
+	} else {
+		schema = SchemaOf[In]()
+	}
+	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON()}
+	op.call = func(ctx context.Context, a protocol.Authority, input protocol.Payload) (any, error) {
+		var in In
+		if raw {
+			reflect.ValueOf(&in).Elem().Set(reflect.ValueOf(input))
+		} else if err := decodeInput(schema, input.Data, &in); err != nil {
+			return nil, err
+		}
+		return fn(ctx, a, in)
+	}
+	return OperationHandler{op: op}
+}
+
+// strictInput reads operation inputs: exact names, nothing unknown.
+var strictInput = json.JoinOptions(json.RejectUnknownMembers(true), json.MatchCaseInsensitiveNames(false))
+
+// decodeInput checks data against schema, then decodes it strictly into v.
+func decodeInput(schema *Schema, data jsontext.Value, v any) error {
+	if len(data) == 0 {
+		data = jsontext.Value("{}")
+	}
+	var generic any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return protocol.Errorf(protocol.ErrBadRequest, "input is not valid JSON: %v", err)
+	}
+	if err := schema.Check(generic); err != nil {
+		return protocol.Errorf(protocol.ErrBadRequest, "input %v", err)
+	}
+	if err := json.Unmarshal(data, v, strictInput); err != nil {
+		return protocol.Errorf(protocol.ErrBadRequest, "input %v", err)
+	}
+	return nil
+}
+
+// encodeOutput marshals an operation's output as the payload's data.
+func encodeOutput(schema string, out any) (protocol.OperationCallResult, error) {
+	if p, ok := out.(protocol.Payload); ok {
+		return protocol.OperationCallResult{Output: p}, nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return protocol.OperationCallResult{}, fmt.Errorf("encoding output: %w", err)
+	}
+	return protocol.OperationCallResult{Output: protocol.Payload{Schema: schema, Data: b}}, nil
+}

@@ -1,0 +1,271 @@
+package sdk
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// Schema is the subset of JSON Schema the SDK derives from Go types and
+// checks inputs against: enough to say which fields exist, which are
+// required and what type each has.
+type Schema struct {
+	Type        string             `json:"type,omitempty"`
+	Description string             `json:"description,omitempty"`
+	Format      string             `json:"format,omitempty"`
+	Properties  map[string]*Schema `json:"properties,omitempty"`
+	Required    []string           `json:"required,omitempty"`
+	Items       *Schema            `json:"items,omitempty"`
+	// Additional is the schema of members not in Properties: nil with
+	// Closed false allows anything (a map of any), Closed refuses them.
+	Additional *Schema `json:"-"`
+	Closed     bool    `json:"-"`
+	// AdditionalJSON is how Additional and Closed are written.
+	AdditionalJSON jsontext.Value `json:"additionalProperties,omitempty"`
+}
+
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[jsontext.Value]()
+	payType  = reflect.TypeFor[protocol.Payload]()
+)
+
+// SchemaOf derives the JSON Schema of T: struct fields by their json names,
+// required unless tagged omitempty or omitzero or a pointer, with a doc tag
+// as the description; unknown members are refused.
+func SchemaOf[T any]() *Schema { return schemaOf(reflect.TypeFor[T](), map[reflect.Type]bool{}) }
+
+func schemaOf(t reflect.Type, seen map[reflect.Type]bool) *Schema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == timeType:
+		return &Schema{Type: "string", Format: "date-time"}
+	case t == rawType, t == payType:
+		return &Schema{}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return &Schema{Type: "string"}
+	case reflect.Bool:
+		return &Schema{Type: "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return &Schema{Type: "integer"}
+	case reflect.Float32, reflect.Float64:
+		return &Schema{Type: "number"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return &Schema{Type: "string", Format: "byte"}
+		}
+		return &Schema{Type: "array", Items: schemaOf(t.Elem(), seen)}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			panic(fmt.Sprintf("sdk: schema of %s: map keys must be strings", t))
+		}
+		return &Schema{Type: "object", Additional: schemaOf(t.Elem(), seen)}
+	case reflect.Interface:
+		return &Schema{}
+	case reflect.Struct:
+		if seen[t] {
+			panic(fmt.Sprintf("sdk: schema of %s: recursive types are not supported", t))
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		s := &Schema{Type: "object", Properties: map[string]*Schema{}, Closed: true}
+		addFields(s, t, seen)
+		sort.Strings(s.Required)
+		return s
+	}
+	panic(fmt.Sprintf("sdk: schema of %s: unsupported kind %s", t, t.Kind()))
+}
+
+// addFields adds a struct's exported fields, flattening embedded structs as
+// encoding/json does.
+func addFields(s *Schema, t reflect.Type, seen map[reflect.Type]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			addFields(s, f.Type, seen)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fs := schemaOf(f.Type, seen)
+		if doc := f.Tag.Get("doc"); doc != "" {
+			fs.Description = doc
+		}
+		s.Properties[name] = fs
+		optional := f.Type.Kind() == reflect.Pointer ||
+			strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		if !optional {
+			s.Required = append(s.Required, name)
+		}
+	}
+}
+
+// JSON encodes the schema deterministically, as the manifest carries it.
+func (s *Schema) JSON() jsontext.Value {
+	s.prepare()
+	b, err := json.Marshal(s, json.Deterministic(true))
+	if err != nil {
+		panic(fmt.Sprintf("sdk: encoding schema: %v", err))
+	}
+	return b
+}
+
+func (s *Schema) prepare() {
+	switch {
+	case s.Closed:
+		s.AdditionalJSON = jsontext.Value("false")
+	case s.Additional != nil:
+		s.Additional.prepare()
+		b, _ := json.Marshal(s.Additional, json.Deterministic(true))
+		s.AdditionalJSON = b
+	}
+	for _, p := range s.Properties {
+		p.prepare()
+	}
+	if s.Items != nil {
+		s.Items.prepare()
+	}
+}
+
+// Check validates a decoded JSON value (as json.Unmarshal into any gives it)
+// against the schema and names the first field that does not fit, by its
+// JSON path.
+func (s *Schema) Check(v any) error { return s.check(v, "") }
+
+func (s *Schema) check(v any, path string) error {
+	at := path
+	if at == "" {
+		at = "/"
+	}
+	switch s.Type {
+	case "":
+		return nil
+	case "string":
+		str, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("field %s must be a string, not %s", at, kindOf(v))
+		}
+		if s.Format == "byte" {
+			if _, err := base64.StdEncoding.DecodeString(str); err != nil {
+				return fmt.Errorf("field %s must be base64 text", at)
+			}
+		}
+		if s.Format == "date-time" {
+			if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
+				return fmt.Errorf("field %s must be an RFC 3339 time", at)
+			}
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("field %s must be a boolean, not %s", at, kindOf(v))
+		}
+	case "integer":
+		n, ok := v.(float64)
+		if !ok || n != math.Trunc(n) {
+			return fmt.Errorf("field %s must be an integer, not %s", at, kindOf(v))
+		}
+	case "number":
+		if _, ok := v.(float64); !ok {
+			return fmt.Errorf("field %s must be a number, not %s", at, kindOf(v))
+		}
+	case "array":
+		if v == nil {
+			return nil // a nil slice
+		}
+		a, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("field %s must be an array, not %s", at, kindOf(v))
+		}
+		for i, e := range a {
+			if err := s.Items.check(e, fmt.Sprintf("%s/%d", path, i)); err != nil {
+				return err
+			}
+		}
+	case "object":
+		if v == nil && !s.Closed {
+			return nil // a nil map
+		}
+		o, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("field %s must be an object, not %s", at, kindOf(v))
+		}
+		return s.checkObject(o, path)
+	}
+	return nil
+}
+
+func (s *Schema) checkObject(o map[string]any, path string) error {
+	for _, r := range s.Required {
+		if _, ok := o[r]; !ok {
+			return fmt.Errorf("field %s/%s is required", path, r)
+		}
+	}
+	names := make([]string, 0, len(o))
+	for k := range o {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		child := path + "/" + escapePointer(k)
+		if ps, ok := s.Properties[k]; ok {
+			if err := ps.check(o[k], child); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.Closed {
+			return fmt.Errorf("field %s is not a field of this input", child)
+		}
+		if s.Additional != nil {
+			if err := s.Additional.check(o[k], child); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

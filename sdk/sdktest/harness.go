@@ -1,0 +1,153 @@
+package sdktest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/sdk"
+)
+
+// Harness serves one extension in process, over real pipes, against a
+// MemHost, after the same handshake the daemon runs.
+type Harness struct {
+	t    testing.TB
+	ext  *sdk.Extension
+	host *MemHost
+	conn *jsonrpc.Conn
+	done chan error
+	auth protocol.Authority
+}
+
+// Option configures a Harness.
+type Option func(*config)
+
+type config struct {
+	kv        []kvSeed
+	authority protocol.Authority
+	configure protocol.ConfigureParams
+}
+
+type kvSeed struct {
+	ns, key string
+	value   []byte
+}
+
+// WithKV seeds a KV value before the extension starts.
+func WithKV(namespace, key string, value []byte) Option {
+	return func(c *config) { c.kv = append(c.kv, kvSeed{namespace, key, value}) }
+}
+
+// WithAuthority sets the authority operation calls carry.
+func WithAuthority(a protocol.Authority) Option { return func(c *config) { c.authority = a } }
+
+// WithConfigure sets the first configure's params.
+func WithConfigure(p protocol.ConfigureParams) Option { return func(c *config) { c.configure = p } }
+
+// New serves ext and runs initialize and configure; the test fails if the
+// handshake does. The extension is stopped in the test's cleanup.
+func New(t testing.TB, ext *sdk.Extension, opts ...Option) *Harness {
+	t.Helper()
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := ext.Manifest.Validate(); err != nil {
+		t.Fatalf("sdktest: the extension's manifest is invalid:\n%v", err)
+	}
+	h := &Harness{t: t, ext: ext, host: NewMemHost(ext.Manifest.Name), done: make(chan error, 1), auth: cfg.authority}
+	for _, s := range cfg.kv {
+		h.host.Put(s.ns, s.key, s.value)
+	}
+	hostR, extW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extR, hostW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { h.done <- sdk.ServeStreams(context.Background(), ext, extR, extW, slog.New(slog.DiscardHandler)) }()
+	m := ext.Manifest
+	h.conn = jsonrpc.New(hostR, hostW, jsonrpc.Options{
+		Peer:     "extension " + m.Name,
+		Handlers: h.host.Table(),
+		Gate: func(_ context.Context, method string) error {
+			if !m.Enabled(method) {
+				return protocol.Errorf(protocol.ErrUndeclared, "%s is not enabled by %s's manifest", method, m.Name)
+			}
+			return nil
+		},
+	})
+	t.Cleanup(h.close)
+	ctx := context.Background()
+	var init protocol.InitializeResult
+	if err := h.conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{
+		ProtocolVersions: protocol.Versions,
+		Host:             protocol.HostInfo{Name: "sdktest", Version: "0"},
+		StateDir:         t.TempDir(),
+	}, &init); err != nil {
+		t.Fatalf("sdktest: initialize: %v", err)
+	}
+	if !m.SemanticallyEqual(&init.Manifest) {
+		t.Fatalf("sdktest: initialize answered a different manifest (first difference: %s)", m.Diff(&init.Manifest))
+	}
+	cfg.configure.KV = protocol.KVLayout{Stored: m.KVVersion, Declared: m.KVVersion}
+	if err := h.conn.Call(ctx, protocol.MethodConfigure, cfg.configure, nil); err != nil {
+		t.Fatalf("sdktest: configure: %v", err)
+	}
+	return h
+}
+
+func (h *Harness) close() {
+	_ = h.conn.Call(context.Background(), protocol.MethodShutdown, protocol.ShutdownParams{}, nil)
+	_ = h.conn.Close()
+	<-h.done
+}
+
+// Host is the in-memory host the extension talks to.
+func (h *Harness) Host() *MemHost { return h.host }
+
+// Raw calls any method of the extension with raw params.
+func (h *Harness) Raw(ctx context.Context, method string, params, result any) error {
+	return h.conn.Call(ctx, method, params, result)
+}
+
+// Call calls a declared handler operation with in encoded as its input and
+// decodes the output's data into Out.
+func Call[Out any](ctx context.Context, h *Harness, operation string, in any) (Out, error) {
+	var out Out
+	data, err := json.Marshal(in)
+	if err != nil {
+		return out, err
+	}
+	var res protocol.OperationCallResult
+	err = h.conn.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+		Operation: operation,
+		Input:     protocol.Payload{Data: jsontext.Value(data)},
+		Authority: h.auth,
+	}, &res)
+	if err != nil {
+		return out, err
+	}
+	err = json.Unmarshal(res.Output.Data, &out)
+	return out, err
+}
+
+// RunTask runs one pass of a declared task.
+func (h *Harness) RunTask(ctx context.Context, task string) error {
+	return h.conn.Call(ctx, protocol.MethodTaskRun, protocol.TaskRunParams{Task: task}, nil)
+}
+
+// Check runs a declared doctor check.
+func (h *Harness) Check(ctx context.Context, check string) (protocol.CheckRunResult, error) {
+	var r protocol.CheckRunResult
+	err := h.conn.Call(ctx, protocol.MethodCheckRun, protocol.CheckRunParams{Check: check}, &r)
+	return r, err
+}
