@@ -2,8 +2,8 @@ package jsonrpc
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"

@@ -241,4 +241,3 @@ func PackageCommand(args []string, m *protocol.Manifest, certification []byte, w
 	}
 	return false
 }
-

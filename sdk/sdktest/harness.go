@@ -73,7 +73,9 @@ func New(t testing.TB, ext *sdk.Extension, opts ...Option) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { h.done <- sdk.ServeStreams(context.Background(), ext, extR, extW, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		h.done <- sdk.ServeStreams(context.Background(), ext, extR, extW, slog.New(slog.DiscardHandler))
+	}()
 	m := ext.Manifest
 	h.conn = jsonrpc.New(hostR, hostW, jsonrpc.Options{
 		Peer:     "extension " + m.Name,
