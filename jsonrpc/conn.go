@@ -65,6 +65,7 @@ type Conn struct {
 
 	inflight   atomic.Int32
 	rejectNext bool // set and read on the reading goroutine only
+	calls      calls
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -106,22 +107,28 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 
-	// The order matters. CancelHandler registers the request's canceller
-	// before AsyncHandler releases the reader, so a $/cancel read right after
-	// is never lost; and a context is derived only once the request is
-	// released, because the library recycles the contexts of requests that
-	// are not.
-	cancelled, canceller := jsonrpc2.CancelHandler(jsonrpc2.AsyncHandler(c.serve))
+	// Every request is released from the reader (Async) before it runs, so a
+	// handler may block or call the peer back. Its context derives from the
+	// connection's own, never from the library's per-request context, which
+	// is recycled (deriving from it crashes) and whose cancellation costs a
+	// goroutine per request. The preempter registers each call before
+	// dispatch, so a $/cancel read right after it is never lost.
 	handler := func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		if req.IsCall() && c.rejectNext {
+		if !req.IsCall() {
+			jsonrpc2.Async(ctx)
+			return c.serve(c.ctx, req, nil)
+		}
+		if c.rejectNext {
 			c.rejectNext = false
 			jsonrpc2.Async(ctx)
 			return nil, overloaded(c.opts.MaxInflight)
 		}
-		return cancelled(ctx, req)
+		st := c.calls.get(req.ID())
+		jsonrpc2.Async(ctx)
+		return c.serve(c.ctx, req, st)
 	}
 	c.inner = jsonrpc2.NewConn(jsonrpc2.NewNDJSONStream(c.guard),
-		jsonrpc2.WithPreempter(preempter{c: c, cancel: canceller}))
+		jsonrpc2.WithPreempter(preempter{c: c}))
 	c.inner.Go(c.ctx, handler)
 	go c.watch()
 	return c
@@ -134,17 +141,17 @@ func overloaded(limit int) error {
 }
 
 // preempter runs on the reader, before dispatch: it handles $/cancel ahead
-// of anything queued and applies the in-flight bound without blocking.
+// of anything queued, applies the in-flight bound without blocking, and
+// registers each admitted call so a cancel can find it.
 type preempter struct {
-	c      *Conn
-	cancel func(jsonrpc2.ID)
+	c *Conn
 }
 
 func (p preempter) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) {
 	if !req.IsCall() {
 		if req.Method() == protocol.MethodCancel {
 			if id, ok := cancelID(req.Params()); ok {
-				p.cancel(id)
+				p.c.calls.cancel(id)
 			}
 			return struct{}{}, nil
 		}
@@ -153,8 +160,69 @@ func (p preempter) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error
 	if int(p.c.inflight.Add(1)) > p.c.opts.MaxInflight {
 		p.c.inflight.Add(-1)
 		p.c.rejectNext = true
+		return nil, jsonrpc2.ErrNotHandled
 	}
+	p.c.calls.add(req.ID())
 	return nil, jsonrpc2.ErrNotHandled
+}
+
+// calls tracks the incoming calls being served, by id, for $/cancel.
+type calls struct {
+	mu sync.Mutex
+	m  map[jsonrpc2.ID]*callState
+}
+
+// callState is one served call: cancelled before its handler started, or
+// the cancel of its running handler's context.
+type callState struct {
+	cancelled bool
+	stop      context.CancelFunc
+}
+
+func (cs *calls) add(id jsonrpc2.ID) {
+	cs.mu.Lock()
+	if cs.m == nil {
+		cs.m = make(map[jsonrpc2.ID]*callState)
+	}
+	cs.m[id] = &callState{}
+	cs.mu.Unlock()
+}
+
+func (cs *calls) get(id jsonrpc2.ID) *callState {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.m[id]
+}
+
+// start gives a call's handler its context, already cancelled when a
+// $/cancel came first.
+func (cs *calls) start(parent context.Context, id jsonrpc2.ID, st *callState) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	cs.mu.Lock()
+	st.stop = cancel
+	if st.cancelled {
+		cancel()
+	}
+	cs.mu.Unlock()
+	return ctx, func() {
+		cs.mu.Lock()
+		delete(cs.m, id)
+		cs.mu.Unlock()
+		cancel()
+	}
+}
+
+func (cs *calls) cancel(id jsonrpc2.ID) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	st := cs.m[id]
+	if st == nil {
+		return
+	}
+	st.cancelled = true
+	if st.stop != nil {
+		st.stop()
+	}
 }
 
 // cancelID reads the id of a $/cancel notification.
@@ -182,11 +250,16 @@ func cancelID(params []byte) (jsonrpc2.ID, bool) {
 
 // serve runs one released request: gate, handler, panic recovery, and the
 // mapping of its outcome onto the wire.
-func (c *Conn) serve(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
+func (c *Conn) serve(ctx context.Context, req *jsonrpc2.Request, st *callState) (result any, err error) {
 	method := req.Method()
 	isCall := req.IsCall()
 	if isCall {
 		defer c.inflight.Add(-1)
+		if st != nil {
+			var done func()
+			ctx, done = c.calls.start(ctx, req.ID(), st)
+			defer done()
+		}
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -248,9 +248,9 @@ func (s *Schema) checkObject(o map[string]any, path string) error {
 	return nil
 }
 
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
-}
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }
 
 func kindOf(v any) string {
 	switch v.(type) {

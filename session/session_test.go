@@ -17,7 +17,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/fixtures/transport"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/sdk/sdktest"
+	"github.com/open-conduit/open-conduit/sdk/memhost"
 	"github.com/open-conduit/open-conduit/session"
 )
 
@@ -251,7 +251,7 @@ func runAsHost() {
 		os.Exit(1)
 	}
 	s, err := session.Start(context.Background(), session.Package{Dir: os.Getenv(hostModeEnv), Manifest: m},
-		session.Options{Host: sdktest.NewMemHost(m.Name).Table()})
+		session.Options{Host: memhost.New(m.Name).Table()})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

@@ -175,7 +175,7 @@ func (p *process) tail(l *stderrLog) []string { return l.Tail() }
 // Close or a deterministic refusal.
 func (s *Session) supervise() {
 	defer close(s.supDone)
-	backoff := s.opts.Backoff.Min
+	policy := restartPolicy{b: s.opts.Backoff}
 	for {
 		s.mu.Lock()
 		p, conn := s.proc, s.conn
@@ -195,14 +195,11 @@ func (s *Session) supervise() {
 		s.restarts++
 		s.mu.Unlock()
 		s.setState(StateRestarting, crash)
-		if time.Since(p.started) >= s.opts.Backoff.ResetAfter {
-			backoff = s.opts.Backoff.Min
-		}
+		wait := policy.afterCrash(time.Since(p.started))
 		for {
-			if !s.sleep(backoff) {
+			if !s.sleep(wait) {
 				return
 			}
-			backoff = min(backoff*2, s.opts.Backoff.Max)
 			ctx, cancel := s.stopContext()
 			err := s.launch(ctx)
 			cancel()
@@ -217,8 +214,33 @@ func (s *Session) supervise() {
 				return
 			}
 			s.setState(StateRestarting, err)
+			wait = policy.afterFailedStart()
 		}
 	}
+}
+
+// restartPolicy is the backoff between restarts: Min after the first crash,
+// doubling with each crash or failed start up to Max, and back to Min once a
+// process has stayed up for ResetAfter.
+type restartPolicy struct {
+	b    Backoff
+	last time.Duration
+}
+
+// afterCrash is the wait before restarting a process that ran for uptime.
+func (r *restartPolicy) afterCrash(uptime time.Duration) time.Duration {
+	if r.last == 0 || uptime >= r.b.ResetAfter {
+		r.last = r.b.Min
+	} else {
+		r.last = min(r.last*2, r.b.Max)
+	}
+	return r.last
+}
+
+// afterFailedStart is the wait before trying again after a restart failed.
+func (r *restartPolicy) afterFailedStart() time.Duration {
+	r.last = min(r.last*2, r.b.Max)
+	return r.last
 }
 
 // refused reports a deterministic refusal, which a restart cannot fix.

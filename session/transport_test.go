@@ -20,7 +20,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/fixtures/transport"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/sdk/sdktest"
+	"github.com/open-conduit/open-conduit/sdk/memhost"
 	"github.com/open-conduit/open-conduit/session"
 )
 
@@ -40,7 +40,7 @@ func loadManifest(t testing.TB, dir string) *protocol.Manifest {
 
 type started struct {
 	s    *session.Session
-	host *sdktest.MemHost
+	host *memhost.Host
 	log  string
 }
 
@@ -48,7 +48,7 @@ type started struct {
 // an in-memory host service.
 func startTransport(t testing.TB, edit func(*session.Options)) started {
 	t.Helper()
-	host := sdktest.NewMemHost(transport.Name)
+	host := memhost.New(transport.Name)
 	state := t.TempDir()
 	opts := session.Options{
 		StateDir: filepath.Join(state, "extensions", transport.Name),

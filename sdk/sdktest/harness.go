@@ -1,3 +1,6 @@
+// Package sdktest tests an extension's handlers against an in-memory host,
+// over a real JSON-RPC pipe, so every call crosses the wire as it would in
+// the daemon.
 package sdktest
 
 import (
@@ -12,14 +15,15 @@ import (
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
+	"github.com/open-conduit/open-conduit/sdk/memhost"
 )
 
-// Harness serves one extension in process, over real pipes, against a
-// MemHost, after the same handshake the daemon runs.
+// Harness serves one extension in process, over real pipes, against an
+// in-memory host (memhost), after the same handshake the daemon runs.
 type Harness struct {
 	t    testing.TB
 	ext  *sdk.Extension
-	host *MemHost
+	host *memhost.Host
 	conn *jsonrpc.Conn
 	done chan error
 	auth protocol.Authority
@@ -61,7 +65,7 @@ func New(t testing.TB, ext *sdk.Extension, opts ...Option) *Harness {
 	if err := ext.Manifest.Validate(); err != nil {
 		t.Fatalf("sdktest: the extension's manifest is invalid:\n%v", err)
 	}
-	h := &Harness{t: t, ext: ext, host: NewMemHost(ext.Manifest.Name), done: make(chan error, 1), auth: cfg.authority}
+	h := &Harness{t: t, ext: ext, host: memhost.New(ext.Manifest.Name), done: make(chan error, 1), auth: cfg.authority}
 	for _, s := range cfg.kv {
 		h.host.Put(s.ns, s.key, s.value)
 	}
@@ -114,7 +118,7 @@ func (h *Harness) close() {
 }
 
 // Host is the in-memory host the extension talks to.
-func (h *Harness) Host() *MemHost { return h.host }
+func (h *Harness) Host() *memhost.Host { return h.host }
 
 // Raw calls any method of the extension with raw params.
 func (h *Harness) Raw(ctx context.Context, method string, params, result any) error {

@@ -1,14 +1,15 @@
-// Package sdktest tests an extension's handlers against an in-memory host,
-// over a real JSON-RPC pipe, so every call crosses the wire as it would in
-// the daemon. It also offers that host, MemHost, to anything that needs the
-// host side of the protocol without a store.
-package sdktest
+// Package memhost is an in-memory host service for one extension: the host
+// side of the KV, artifact and delivery methods with the daemon's rules, and
+// no store. sdktest serves extensions against it; so does anything that
+// needs the host side of the protocol without a daemon.
+package memhost
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,12 +19,12 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// MemHost is an in-memory host service for one extension: KV with the
+// Host is an in-memory host service for one extension: KV with the
 // daemon's rules (versions, preconditions, the extension's own namespaces
 // only, all-or-nothing batches), artifacts written in acknowledged chunks,
 // and deliveries from the extension's receivers. It is safe for concurrent
 // use.
-type MemHost struct {
+type Host struct {
 	name string
 
 	mu         sync.Mutex
@@ -42,16 +43,22 @@ type Artifact struct {
 	Chunks    int
 	Committed bool
 	Aborted   bool
+
+	// parts are the chunks as received; Data is assembled on read, so a
+	// large upload costs no reallocation per chunk.
+	parts [][]byte
+	size  int64
+	sum   hash.Hash
 }
 
-// NewMemHost returns an empty host for the extension named name.
-func NewMemHost(name string) *MemHost {
-	return &MemHost{name: name, kv: map[string]map[string][]byte{}, artifacts: map[string]*Artifact{}}
+// New returns an empty host for the extension named name.
+func New(name string) *Host {
+	return &Host{name: name, kv: map[string]map[string][]byte{}, artifacts: map[string]*Artifact{}}
 }
 
 // Table is the host's methods, for a session's or a test connection's
 // Handlers.
-func (h *MemHost) Table() *jsonrpc.Table {
+func (h *Host) Table() *jsonrpc.Table {
 	t := jsonrpc.NewTable()
 	jsonrpc.Handle(t, protocol.MethodKVGet, h.get)
 	jsonrpc.Handle(t, protocol.MethodKVList, h.list)
@@ -64,7 +71,7 @@ func (h *MemHost) Table() *jsonrpc.Table {
 	return t
 }
 
-func (h *MemHost) ownNamespace(ns string) error {
+func (h *Host) ownNamespace(ns string) error {
 	if !protocol.Namespace(h.name, ns) {
 		return protocol.Errorf(protocol.ErrUnauthorized,
 			"namespace %q is not %s's: an extension reads and writes only %s and %s.*", ns, h.name, h.name, h.name)
@@ -72,7 +79,7 @@ func (h *MemHost) ownNamespace(ns string) error {
 	return nil
 }
 
-func (h *MemHost) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGetResult, error) {
+func (h *Host) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGetResult, error) {
 	if err := h.ownNamespace(p.Namespace); err != nil {
 		return protocol.KVGetResult{}, err
 	}
@@ -85,7 +92,7 @@ func (h *MemHost) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGet
 	return protocol.KVGetResult{Found: true, Value: bytes.Clone(v), Version: protocol.KVVersion(v)}, nil
 }
 
-func (h *MemHost) list(_ context.Context, p protocol.KVListParams) (protocol.KVListResult, error) {
+func (h *Host) list(_ context.Context, p protocol.KVListParams) (protocol.KVListResult, error) {
 	if err := h.ownNamespace(p.Namespace); err != nil {
 		return protocol.KVListResult{}, err
 	}
@@ -114,7 +121,7 @@ func (h *MemHost) list(_ context.Context, p protocol.KVListParams) (protocol.KVL
 	return res, nil
 }
 
-func (h *MemHost) commit(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
+func (h *Host) commit(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
 	for _, c := range p.Checks {
 		if err := h.ownNamespace(c.Namespace); err != nil {
 			return protocol.KVCommitResult{}, err
@@ -159,7 +166,7 @@ func (h *MemHost) commit(_ context.Context, p protocol.KVCommitParams) (protocol
 	return res, nil
 }
 
-func (h *MemHost) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
+func (h *Host) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
 	if p.Name == "" {
 		return protocol.ArtifactCreateResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.create: name is required")
 	}
@@ -167,11 +174,11 @@ func (h *MemHost) artifactCreate(_ context.Context, p protocol.ArtifactCreatePar
 	defer h.mu.Unlock()
 	h.nextID++
 	id := "art-" + strconv.Itoa(h.nextID)
-	h.artifacts[id] = &Artifact{ID: id, Name: p.Name}
+	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, sum: sha256.New()}
 	return protocol.ArtifactCreateResult{Artifact: id}, nil
 }
 
-func (h *MemHost) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+func (h *Host) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 	if len(p.Data) > protocol.MaxChunkBytes {
 		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.write: a chunk of %d bytes is over the %d-byte bound", len(p.Data), protocol.MaxChunkBytes)
 	}
@@ -181,31 +188,32 @@ func (h *MemHost) artifactWrite(_ context.Context, p protocol.ArtifactWriteParam
 	if !ok || a.Committed || a.Aborted {
 		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
 	}
-	if p.Offset != int64(len(a.Data)) {
-		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: chunk at offset %d, but %d bytes are written", a.ID, p.Offset, len(a.Data))
+	if p.Offset != a.size {
+		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: chunk at offset %d, but %d bytes are written", a.ID, p.Offset, a.size)
 	}
-	a.Data = append(a.Data, p.Data...)
+	a.parts = append(a.parts, p.Data)
+	a.sum.Write(p.Data)
+	a.size += int64(len(p.Data))
 	a.Chunks++
-	return protocol.ArtifactWriteResult{Size: int64(len(a.Data))}, nil
+	return protocol.ArtifactWriteResult{Size: a.size}, nil
 }
 
-func (h *MemHost) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
+func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	a, ok := h.artifacts[p.Artifact]
 	if !ok || a.Aborted {
 		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
 	}
-	sum := sha256.Sum256(a.Data)
-	digest := hex.EncodeToString(sum[:])
+	digest := hex.EncodeToString(a.sum.Sum(nil))
 	if p.Digest != "" && p.Digest != digest {
-		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, len(a.Data))
+		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
 	}
 	a.Committed = true
-	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: int64(len(a.Data)), Digest: digest}, nil
+	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: digest}, nil
 }
 
-func (h *MemHost) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) (struct{}, error) {
+func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) (struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed {
@@ -214,7 +222,7 @@ func (h *MemHost) artifactAbort(_ context.Context, p protocol.ArtifactAbortParam
 	return struct{}{}, nil
 }
 
-func (h *MemHost) deliver(_ context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
+func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
 	if !protocol.SourceNamespace(h.name, p.Source) {
 		return protocol.IngressDeliverResult{}, protocol.Errorf(protocol.ErrUnauthorized, "source %q is not %s's", p.Source, h.name)
 	}
@@ -230,7 +238,7 @@ func (h *MemHost) deliver(_ context.Context, p protocol.IngressDeliverParams) (p
 }
 
 // Put seeds a KV value.
-func (h *MemHost) Put(namespace, key string, value []byte) {
+func (h *Host) Put(namespace, key string, value []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.kv[namespace] == nil {
@@ -240,7 +248,7 @@ func (h *MemHost) Put(namespace, key string, value []byte) {
 }
 
 // KV returns a copy of one namespace.
-func (h *MemHost) KV(namespace string) map[string][]byte {
+func (h *Host) KV(namespace string) map[string][]byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string][]byte{}
@@ -251,27 +259,33 @@ func (h *MemHost) KV(namespace string) map[string][]byte {
 }
 
 // Commits returns every applied kv.commit batch.
-func (h *MemHost) Commits() []protocol.KVCommitParams {
+func (h *Host) Commits() []protocol.KVCommitParams {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]protocol.KVCommitParams(nil), h.commits...)
 }
 
 // Artifacts returns every artifact, by ID.
-func (h *MemHost) Artifacts() map[string]Artifact {
+func (h *Host) Artifacts() map[string]Artifact {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string]Artifact{}
 	for id, a := range h.artifacts {
-		c := *a
-		c.Data = bytes.Clone(a.Data)
-		out[id] = c
+		out[id] = Artifact{ID: a.ID, Name: a.Name, Data: bytes.Join(a.parts, nil), Chunks: a.Chunks, Committed: a.Committed, Aborted: a.Aborted}
 	}
 	return out
 }
 
+// DropArtifacts forgets every artifact, so a long benchmark does not keep
+// what it uploaded.
+func (h *Host) DropArtifacts() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.artifacts = map[string]*Artifact{}
+}
+
 // Deliveries returns every accepted delivery.
-func (h *MemHost) Deliveries() []protocol.IngressDeliverParams {
+func (h *Host) Deliveries() []protocol.IngressDeliverParams {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]protocol.IngressDeliverParams(nil), h.deliveries...)
