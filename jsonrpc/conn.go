@@ -360,7 +360,15 @@ func (c *Conn) watch() {
 	c.reason.Store(&reason)
 	c.cancel()
 	if !c.closing.Load() {
-		c.opts.Logger.Warn("connection ended", "peer", c.opts.Peer, "reason", reason)
+		readErr, _ := c.guard.state()
+		if errors.Is(readErr, io.EOF) {
+			// The peer closing its side is how an extension is told to
+			// stop, and how a host learns it exited; the session reports
+			// the crash with its exit status.
+			c.opts.Logger.Debug("connection ended", "peer", c.opts.Peer, "reason", reason)
+		} else {
+			c.opts.Logger.Warn("connection ended", "peer", c.opts.Peer, "reason", reason)
+		}
 	}
 	close(c.done)
 	// A connection that died on a bad line is otherwise only closed once

@@ -327,7 +327,7 @@ func TestOversizedLineClosesConnectionWithReason(t *testing.T) {
 		t.Fatal("connection stayed open")
 	}
 	err := peer.conn.Err()
-	if !errors.Is(err, protocol.ErrTransport) || !strings.Contains(err.Error(), "16 MiB") {
+	if !errors.Is(err, protocol.ErrTransport) || !strings.Contains(err.Error(), "size bound") || !strings.Contains(err.Error(), "1048576") {
 		t.Fatalf("reason: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // ErrMessageTooLarge is the protocol error of a line longer than the bound.
-var ErrMessageTooLarge = errors.New("message larger than the 16 MiB bound")
+var ErrMessageTooLarge = errors.New("message larger than the size bound")
 
 // readBufferSize is how much one read syscall may take from the pipe. The
 // library's line reader asks for 4 KiB at a time; serving those from a larger
@@ -115,7 +115,7 @@ func (g *guard) account(b []byte) error {
 			return nil
 		}
 		if g.sinceNL+i > g.maxLine {
-			return fmt.Errorf("%w: a line of %d bytes", ErrMessageTooLarge, g.sinceNL+i)
+			return fmt.Errorf("%w: a line of %d bytes, over the %d-byte bound", ErrMessageTooLarge, g.sinceNL+i, g.maxLine)
 		}
 		g.sinceNL = 0
 		g.atLineEnd = true

@@ -78,6 +78,10 @@ type Options struct {
 	Configure func() protocol.ConfigureParams
 	// HostInfo names the host in initialize.
 	HostInfo protocol.HostInfo
+	// Initialize carries the rest of initialize's params (config_dir,
+	// executor_dirs, resource_dirs …); the session fills in the versions,
+	// the host and the state directory.
+	Initialize protocol.InitializeParams
 	// Versions are the protocol versions the host offers (default
 	// protocol.Versions).
 	Versions []int

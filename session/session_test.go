@@ -55,8 +55,9 @@ func TestCallbacksOutsideTheManifestAreRefused(t *testing.T) {
 	cases := []struct{ method, code string }{
 		// Gated by a permission the manifest does not declare.
 		{"telemetry.capture", protocol.CodeUndeclared},
-		// Enabled by a surface the manifest does not declare.
-		{"timer.cancel", ""}, // recurrences are declared: enabled, but not served here
+		// Enabled (the manifest declares recurrences) but not served here.
+		{"timer.cancel", protocol.CodeUnsupported},
+		// Enabled by a surface the manifest does not declare (work kinds).
 		{"work.cancel", protocol.CodeUndeclared},
 		// Catalogued, enabled, not served by this host yet.
 		{"secret.resolve", protocol.CodeUnsupported},
@@ -69,9 +70,6 @@ func TestCallbacksOutsideTheManifestAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		want := tc.code
-		if tc.method == "timer.cancel" {
-			want = protocol.CodeUnsupported
-		}
 		got, err := call[transport.Code](ctx, st.s, "transport.call", transport.Method{Method: tc.method})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.method, err)

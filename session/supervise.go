@@ -60,11 +60,11 @@ func (s *Session) launch(ctx context.Context) error {
 func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version int, phase string, err error) {
 	m := s.pkg.Manifest
 	var res protocol.InitializeResult
-	err = conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{
-		ProtocolVersions: s.opts.Versions,
-		Host:             s.opts.HostInfo,
-		StateDir:         s.opts.StateDir,
-	}, &res)
+	params := s.opts.Initialize
+	params.ProtocolVersions = s.opts.Versions
+	params.Host = s.opts.HostInfo
+	params.StateDir = s.opts.StateDir
+	err = conn.Call(ctx, protocol.MethodInitialize, params, &res)
 	if err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
@@ -101,7 +101,7 @@ func (s *Session) configure(ctx context.Context, conn *jsonrpc.Conn) (protocol.C
 		if protocol.CodeOf(err) == protocol.CodeTransport || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return res, err
 		}
-		return res, protocol.Errorf(protocol.ErrConfigureRefused, "extension %s refused its configuration: %v", s.name, err)
+		return res, protocol.Errorf(protocol.ErrConfigureRefused, "extension %s refused its configuration (%s): %v", s.name, protocol.CodeOf(err), err)
 	}
 	m := s.pkg.Manifest
 	for _, src := range res.Sources {
