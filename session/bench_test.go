@@ -97,4 +97,3 @@ func BenchmarkConcurrentEcho(b *testing.B) {
 		}
 	})
 }
-
