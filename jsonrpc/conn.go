@@ -66,6 +66,8 @@ type Conn struct {
 	inflight   atomic.Int32
 	rejectNext bool // set and read on the reading goroutine only
 	calls      calls
+	jobs       chan *job
+	grace      time.Duration
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -103,29 +105,28 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
-	c := &Conn{opts: opts, done: make(chan struct{})}
+	c := &Conn{opts: opts, done: make(chan struct{}), jobs: make(chan *job), grace: defaultGrace}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 
-	// Every request is released from the reader (Async) before it runs, so a
-	// handler may block or call the peer back. Its context derives from the
-	// connection's own, never from the library's per-request context, which
-	// is recycled (deriving from it crashes) and whose cancellation costs a
-	// goroutine per request. The preempter registers each call before
-	// dispatch, so a $/cancel read right after it is never lost.
+	// Calls run on warm workers while the reader waits briefly; a call that
+	// does not finish within the grace period, or that calls the peer back,
+	// releases the reader (dispatch.go). A handler's context derives from
+	// the connection's own, never from the library's per-request context,
+	// which is recycled (deriving from it crashes). The preempter registers
+	// each call before dispatch, so a $/cancel read right after it is never
+	// lost.
 	handler := func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 		if !req.IsCall() {
 			jsonrpc2.Async(ctx)
-			return c.serve(c.ctx, req, nil)
+			return c.serve(c.ctx, req.Method(), jsonrpc2.ID{}, false, jsontext.Value(req.Params()), nil)
 		}
 		if c.rejectNext {
 			c.rejectNext = false
 			jsonrpc2.Async(ctx)
 			return nil, overloaded(c.opts.MaxInflight)
 		}
-		st := c.calls.get(req.ID())
-		jsonrpc2.Async(ctx)
-		return c.serve(c.ctx, req, st)
+		return c.dispatch(ctx, req)
 	}
 	c.inner = jsonrpc2.NewConn(jsonrpc2.NewNDJSONStream(c.guard),
 		jsonrpc2.WithPreempter(preempter{c: c}))
@@ -250,15 +251,16 @@ func cancelID(params []byte) (jsonrpc2.ID, bool) {
 
 // serve runs one released request: gate, handler, panic recovery, and the
 // mapping of its outcome onto the wire.
-func (c *Conn) serve(ctx context.Context, req *jsonrpc2.Request, st *callState) (result any, err error) {
-	method := req.Method()
-	isCall := req.IsCall()
+func (c *Conn) serve(ctx context.Context, method string, id jsonrpc2.ID, isCall bool, params jsontext.Value, j *job) (result any, err error) {
 	if isCall {
 		defer c.inflight.Add(-1)
-		if st != nil {
+		if j != nil && j.st != nil {
 			var done func()
-			ctx, done = c.calls.start(ctx, req.ID(), st)
+			ctx, done = c.calls.start(ctx, id, j.st)
 			defer done()
+		}
+		if j != nil {
+			ctx = context.WithValue(ctx, jobKey{}, j)
 		}
 	}
 	defer func() {
@@ -272,7 +274,7 @@ func (c *Conn) serve(ctx context.Context, req *jsonrpc2.Request, st *callState) 
 		// Notifications have no answer; an error from one would end the
 		// connection in the library, so it is only logged.
 		if h, ok := c.opts.Handlers.Lookup(method); ok {
-			if _, herr := h(ctx, jsontext.Value(req.Params())); herr != nil {
+			if _, herr := h(ctx, params); herr != nil {
 				c.opts.Logger.Warn("notification failed", "method", method, "err", herr)
 			}
 		}
@@ -287,7 +289,7 @@ func (c *Conn) serve(ctx context.Context, req *jsonrpc2.Request, st *callState) 
 	if !ok {
 		return nil, c.answerError(method, protocol.Errorf(protocol.ErrMethodNotFound, "method %q not found", method))
 	}
-	result, err = h(ctx, jsontext.Value(req.Params()))
+	result, err = h(ctx, params)
 	if ctx.Err() != nil {
 		return nil, c.answerError(method, protocol.Errorf(protocol.ErrCancelled, "%s: cancelled", method))
 	}
@@ -319,6 +321,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 			defer cancel()
 		}
 	}
+	releaseReader(ctx)
 	id, err := c.inner.Call(ctx, method, params, result)
 	if err == nil {
 		return nil
@@ -343,6 +346,7 @@ func (c *Conn) sendCancel(ctx context.Context, id jsonrpc2.ID) {
 
 // Notify sends a notification.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	releaseReader(ctx)
 	if err := c.inner.Notify(ctx, method, params); err != nil {
 		return c.mapCallError(ctx, method, err)
 	}

@@ -1,0 +1,121 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Dispatch: how an incoming call runs.
+//
+// The library hands each request to the handler on its reading goroutine.
+// Running the call there would stall every other message behind it (and
+// deadlock a call that waits for the peer); releasing the reader with Async
+// for every call costs a fresh goroutine per call, whose stack grows by
+// copying through decoding and the handler, plus a scheduler wakeup, which
+// cost more than a short handler itself.
+//
+// So a call runs on a worker whose stack is already grown, and the reader
+// waits for it, up to a short grace period. A call that answers within the
+// grace period costs no release. A call that takes longer, or that calls the
+// peer back (whose answer this reader must read), releases the reader, which
+// then goes on reading while the call finishes. Any handler may block: the
+// worst it costs other messages is the grace period.
+
+// defaultGrace is how long the reader waits for a call before releasing
+// itself.
+const defaultGrace = 50 * time.Microsecond
+
+// workerIdle is how long a worker waits for another call before it exits.
+const workerIdle = 30 * time.Second
+
+// job is one call handed to a worker. Its method and params are copies: the
+// library's own are borrowed from the read buffer and rewritten when the
+// request is released.
+type job struct {
+	method  string
+	id      jsonrpc2.ID
+	params  jsontext.Value
+	st      *callState
+	done    chan jobResult
+	release chan struct{}
+}
+
+type jobResult struct {
+	result any
+	err    error
+}
+
+type jobKey struct{}
+
+// releaseReader asks the reader waiting on the call ctx serves to go on
+// reading: the call is about to wait for the peer, whose answer only the
+// reader can deliver. Outside a call it does nothing.
+func releaseReader(ctx context.Context) {
+	if j, ok := ctx.Value(jobKey{}).(*job); ok {
+		select {
+		case j.release <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dispatch runs one call on a worker while the reader (this goroutine)
+// waits, releasing itself when the call takes longer than the grace period
+// or asks for it.
+func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, error) {
+	j := &job{
+		method:  strings.Clone(req.Method()),
+		id:      req.ID(),
+		params:  jsontext.Value(bytes.Clone(req.Params())),
+		st:      c.calls.get(req.ID()),
+		done:    make(chan jobResult, 1),
+		release: make(chan struct{}, 1),
+	}
+	select {
+	case c.jobs <- j:
+	default:
+		go c.worker(j)
+	}
+	timer := time.NewTimer(c.grace)
+	select {
+	case r := <-j.done:
+		timer.Stop()
+		return r.result, r.err
+	case <-j.release:
+	case <-timer.C:
+	}
+	timer.Stop()
+	jsonrpc2.Async(readerCtx)
+	r := <-j.done
+	return r.result, r.err
+}
+
+// worker serves jobs until it has been idle for a while. Its answer is
+// encoded here, so the deep work of marshaling stays on this warm stack.
+func (c *Conn) worker(j *job) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		result, err := c.serve(c.ctx, j.method, j.id, true, j.params, j)
+		if err == nil && result != nil {
+			if raw, merr := json.Marshal(result); merr == nil {
+				result = jsonrpc2.RawMessage(raw)
+			}
+		}
+		j.done <- jobResult{result, err}
+		idle.Reset(workerIdle)
+		select {
+		case j = <-c.jobs:
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
