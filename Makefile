@@ -2,8 +2,9 @@
 GO ?= go
 BIN := bin/open-conduit
 BENCHTIME ?= 2s
+STORE_BENCH := $(wildcard ./pebblekv)
 
-.PHONY: build test lint bench
+.PHONY: build test lint bench bench-smoke
 
 build:
 	$(GO) build -o $(BIN) .
@@ -13,13 +14,23 @@ lint:
 	if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
 
-test: lint
+test: lint bench-smoke
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-# bench runs every benchmark once, side by side, and rewrites
-# docs/benchmarks.md from that run.
+# bench runs the transport comparison (ours, go-plugin, the raw pipe) and
+# the engine and store benchmarks in one run, and rewrites
+# docs/benchmarks.md and docs/benchmarks.json from it.
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonrpc/ ./session/ | tee bin/bench.txt
-	$(GO) run ./bench/report < bin/bench.txt > docs/benchmarks.md
-	@echo "wrote docs/benchmarks.md"
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonrpc/ ./session/ $(STORE_BENCH) | tee bin/gobench.txt
+	cd bench/transport && $(GO) run ./cmd/transportbench \
+		-json ../../docs/benchmarks.json -md ../../docs/benchmarks.md \
+		-gobench ../../bin/gobench.txt -notes ../../docs/benchmarks-notes.md
+	@echo "wrote docs/benchmarks.md and docs/benchmarks.json"
+
+# bench-smoke runs every benchmark and the transport harness once, tiny, so
+# they cannot rot; it judges no number.
+bench-smoke:
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench . -benchtime 1x -short ./jsonrpc/ ./session/ $(STORE_BENCH) > bin/bench-smoke.txt
+	cd bench/transport && $(GO) vet ./... && $(GO) run ./cmd/transportbench -short -md ../../bin/bench-smoke.md

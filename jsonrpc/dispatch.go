@@ -31,6 +31,13 @@ import (
 // itself.
 const defaultGrace = 50 * time.Microsecond
 
+// smallFrame is the library's read buffer. A message that fits is borrowed
+// from that buffer and rewritten by the next read, so a call copies its
+// params; a longer one was assembled in a buffer of its own that nothing
+// rewrites, so its params are used as they are (an artifact chunk is not
+// copied again).
+const smallFrame = 4096
+
 // workerIdle is how long a worker waits for another call before it exits.
 const workerIdle = 30 * time.Second
 
@@ -67,12 +74,17 @@ func releaseReader(ctx context.Context) {
 
 // dispatch runs one call on a worker while the reader (this goroutine)
 // waits, releasing itself when the call takes longer than the grace period
-// or asks for it.
+// or asks for it. The grace grows by a microsecond per KiB of params: a
+// large message takes that long to decode, and releasing would copy it.
 func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, error) {
+	params := req.Params()
+	if len(params) <= smallFrame {
+		params = bytes.Clone(params)
+	}
 	j := &job{
 		method:  strings.Clone(req.Method()),
 		id:      req.ID(),
-		params:  jsontext.Value(bytes.Clone(req.Params())),
+		params:  jsontext.Value(params),
 		st:      c.calls.get(req.ID()),
 		done:    make(chan jobResult, 1),
 		release: make(chan struct{}, 1),
@@ -82,7 +94,7 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	default:
 		go c.worker(j)
 	}
-	timer := time.NewTimer(c.grace)
+	timer := time.NewTimer(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
 	select {
 	case r := <-j.done:
 		timer.Stop()

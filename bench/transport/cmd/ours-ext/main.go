@@ -1,0 +1,80 @@
+// Command ours-ext is the workload's extension on Open Conduit's own SDK:
+// the real sdk, jsonrpc and protocol packages, nothing copied.
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/open-conduit/open-conduit/bench/transport/workload"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/sdk"
+)
+
+func extension() *sdk.Extension {
+	return sdk.New("bench", sdk.Version("1.0.0")).
+		Operation("bench.echo", sdk.Handler(func(_ context.Context, _ protocol.Authority, in workload.Echo) (workload.Echo, error) {
+			return in, nil
+		})).
+		Operation("bench.callbacks", sdk.Handler(callbacks)).
+		Operation("bench.upload", sdk.Handler(upload)).
+		Operation("bench.wait", sdk.Handler(wait)).
+		Operation("bench.crash", sdk.Handler(func(_ context.Context, _ protocol.Authority, in workload.Crash) (workload.Echo, error) {
+			workload.WriteNow(in.File)
+			os.Exit(3)
+			return workload.Echo{}, nil
+		}))
+}
+
+func callbacks(ctx context.Context, _ protocol.Authority, in workload.Callbacks) (workload.CallbackTimes, error) {
+	h := sdk.HostFrom(ctx)
+	out := workload.CallbackTimes{Nanos: make([]int64, 0, in.N)}
+	for i := 0; i < in.N; i++ {
+		t := time.Now()
+		if _, err := h.Get(ctx, "bench", "k"); err != nil {
+			return out, err
+		}
+		out.Nanos = append(out.Nanos, time.Since(t).Nanoseconds())
+	}
+	return out, nil
+}
+
+func upload(ctx context.Context, _ protocol.Authority, in workload.Upload) (workload.Uploaded, error) {
+	w, err := sdk.HostFrom(ctx).Artifact(ctx, protocol.ArtifactCreateParams{Name: "upload.bin"})
+	if err != nil {
+		return workload.Uploaded{}, err
+	}
+	data := workload.Pattern(in.Bytes)
+	chunks := 0
+	for off := 0; off < len(data); off += in.Chunk {
+		if _, err := w.Write(data[off:min(off+in.Chunk, len(data))]); err != nil {
+			return workload.Uploaded{}, err
+		}
+		chunks++
+	}
+	r, err := w.Commit()
+	if err != nil {
+		return workload.Uploaded{}, err
+	}
+	return workload.Uploaded{Size: r.Size, Chunks: chunks}, nil
+}
+
+func wait(ctx context.Context, _ protocol.Authority, in workload.Wait) (workload.Echo, error) {
+	<-ctx.Done()
+	seen := time.Now().UnixNano()
+	_, err := sdk.HostFrom(ctx).Commit(context.WithoutCancel(ctx),
+		sdk.NewBatch().Put("bench", in.Key, []byte(strconv.FormatInt(seen, 10))))
+	return workload.Echo{}, err
+}
+
+func main() {
+	ext := extension()
+	if sdk.PackageCommand(os.Args[1:], ext.Manifest, nil, os.Stdout) {
+		return
+	}
+	if err := sdk.Serve(ext); err != nil {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/open-conduit/open-conduit/bench/transport/gp"
+	"github.com/open-conduit/open-conduit/bench/transport/workload"
+)
+
+// pluginRunner runs the workload over hashicorp/go-plugin with gRPC.
+type pluginRunner struct {
+	bins binaries
+	work string
+	cfg  config
+}
+
+func (r *pluginRunner) name() string { return "goplugin" }
+
+// pluginHost serves the extension's callbacks over the broker.
+type pluginHost struct {
+	mu       sync.Mutex
+	written  int64
+	recorded map[string]int64
+	notify   chan string
+}
+
+func (h *pluginHost) Get(context.Context, *gp.Bytes) (*gp.Bytes, error) { return &gp.Bytes{}, nil }
+
+func (h *pluginHost) Write(_ context.Context, in *gp.Bytes) (*gp.Bytes, error) {
+	h.mu.Lock()
+	h.written += int64(len(in.Value))
+	h.mu.Unlock()
+	return &gp.Bytes{}, nil
+}
+
+func (h *pluginHost) Record(_ context.Context, in *gp.Bytes) (*gp.Bytes, error) {
+	var rec struct {
+		Key string `json:"key"`
+		NS  int64  `json:"ns"`
+	}
+	if err := json.Unmarshal(in.Value, &rec); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.recorded[rec.Key] = rec.NS
+	h.mu.Unlock()
+	h.notify <- rec.Key
+	return &gp.Bytes{}, nil
+}
+
+// started is one running plugin with the broker id of the host's service.
+type started struct {
+	client *plugin.Client
+	ext    *gp.Client
+	broker uint32
+}
+
+func (r *pluginRunner) start(bin string, host *pluginHost, version uint) (*started, error) {
+	hs := gp.Handshake
+	hs.ProtocolVersion = version
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  hs,
+		Plugins:          map[string]plugin.Plugin{"bench": &gp.Plugin{}},
+		Cmd:              exec.Command(bin),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return nil, err
+	}
+	raw, err := rpc.Dispense("bench")
+	if err != nil {
+		client.Kill()
+		return nil, err
+	}
+	ext := raw.(*gp.Client)
+	id := ext.Broker.NextId()
+	go ext.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(opts...)
+		s.RegisterService(&gp.HostDesc, host)
+		return s
+	})
+	return &started{client: client, ext: ext, broker: id}, nil
+}
+
+func (s *started) call(ctx context.Context, method string, body any) ([]byte, error) {
+	return s.ext.Call(ctx, method, workload.MustJSON(body))
+}
+
+// callBroker sends body with the broker id the extension dials back on.
+func (s *started) callBroker(ctx context.Context, method string, body any) ([]byte, error) {
+	return s.ext.Call(ctx, method, workload.MustJSON(map[string]any{"broker": s.broker, "body": body}))
+}
+
+func (r *pluginRunner) round(f figures) error {
+	ctx := context.Background()
+	host := &pluginHost{recorded: map[string]int64{}, notify: make(chan string, 16)}
+	echo := workload.Echo{Text: workload.EchoText}
+
+	fresh, err := freshCopy(r.bins.plugin, r.work)
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	s, err := r.start(fresh, host, 1)
+	if err != nil {
+		return err
+	}
+	if _, err := s.call(ctx, "Echo", echo); err != nil {
+		return err
+	}
+	f.add("cold_start_ms", ms(time.Since(t)))
+	s.client.Kill()
+
+	t = time.Now()
+	if s, err = r.start(fresh, host, 1); err != nil {
+		return err
+	}
+	if _, err := s.call(ctx, "Echo", echo); err != nil {
+		return err
+	}
+	f.add("warm_restart_ms", ms(time.Since(t)))
+
+	t = time.Now()
+	if bad, err := r.start(fresh, host, 99); err == nil {
+		bad.client.Kill()
+		return fmt.Errorf("go-plugin accepted a version mismatch")
+	}
+	f.add("version_refusal_ms", ms(time.Since(t)))
+
+	lat := make([]time.Duration, 0, r.cfg.echoes)
+	for i := 0; i < r.cfg.echoes; i++ {
+		t := time.Now()
+		out, err := s.call(ctx, "Echo", echo)
+		var got workload.Echo
+		if err != nil || json.Unmarshal(out, &got) != nil || got.Text != echo.Text {
+			return fmt.Errorf("echo: %v", err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	f.add("echo_p50_us", percentile(lat, 0.5))
+	f.add("echo_p99_us", percentile(lat, 0.99))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, r.cfg.concurrent)
+	t = time.Now()
+	for w := 0; w < r.cfg.concurrent; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < r.cfg.perWorker; i++ {
+				if _, err := s.call(ctx, "Echo", echo); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	f.add("concurrent_calls_per_s", float64(r.cfg.concurrent*r.cfg.perWorker)/time.Since(t).Seconds())
+
+	out, err := s.callBroker(ctx, "Callbacks", workload.Callbacks{N: r.cfg.callbacks})
+	if err != nil {
+		return fmt.Errorf("callbacks: %w", err)
+	}
+	var cb workload.CallbackTimes
+	if err := json.Unmarshal(out, &cb); err != nil {
+		return err
+	}
+	f.add("callback_p50_us", nanosP50(cb.Nanos))
+
+	for _, chunk := range []struct {
+		size int
+		key  string
+	}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}} {
+		host.mu.Lock()
+		host.written = 0
+		host.mu.Unlock()
+		t := time.Now()
+		if _, err := s.callBroker(ctx, "Upload", workload.Upload{Bytes: r.cfg.artifact, Chunk: chunk.size}); err != nil {
+			return fmt.Errorf("upload: %w", err)
+		}
+		f.add(chunk.key, float64(r.cfg.artifact)/(1<<20)/time.Since(t).Seconds())
+		host.mu.Lock()
+		if host.written != int64(r.cfg.artifact) {
+			host.mu.Unlock()
+			return fmt.Errorf("upload: host got %d bytes", host.written)
+		}
+		host.mu.Unlock()
+	}
+
+	var seen []time.Duration
+	for i := 0; i < r.cfg.cancels; i++ {
+		key := fmt.Sprintf("cancel-%d", i)
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { _, err := s.callBroker(cctx, "Wait", workload.Wait{Key: key}); done <- err }()
+		time.Sleep(2 * time.Millisecond)
+		t0 := time.Now()
+		cancel()
+		<-done
+		if err := waitPluginKey(host, key); err != nil {
+			return err
+		}
+		host.mu.Lock()
+		seen = append(seen, time.Unix(0, host.recorded[key]).Sub(t0))
+		host.mu.Unlock()
+	}
+	f.add("cancel_seen_us", percentile(seen, 0.5))
+
+	s.client.Kill()
+	for i := 0; i < r.cfg.crashes; i++ {
+		if s, err = r.start(fresh, host, 1); err != nil {
+			return err
+		}
+		if _, err := s.call(ctx, "Echo", echo); err != nil {
+			return err
+		}
+		file := filepath.Join(r.work, fmt.Sprintf("crash-plugin-%d", time.Now().UnixNano()))
+		_, err := s.call(ctx, "Crash", workload.Crash{File: file})
+		detected := time.Now()
+		if err == nil {
+			return fmt.Errorf("crash: no error")
+		}
+		died, err := workload.ReadTime(file)
+		if err != nil {
+			return err
+		}
+		f.add("crash_detected_ms", ms(detected.Sub(died)))
+		s.client.Kill()
+	}
+	return nil
+}
+
+func waitPluginKey(h *pluginHost, key string) error {
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case k := <-h.notify:
+			if k == key {
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("the plugin never recorded %s", key)
+		}
+	}
+}

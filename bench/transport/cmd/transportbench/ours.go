@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/bench/transport/workload"
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
+)
+
+// oursRunner runs the workload through session.Start and session.Call, as
+// the daemon calls an extension.
+type oursRunner struct {
+	bins binaries
+	work string
+	cfg  config
+}
+
+func (r *oursRunner) name() string { return "ours" }
+
+// benchHost is the host side of the workload: what a real host would
+// serve, minus storage (artifact bytes are counted, not kept).
+type benchHost struct {
+	mu       sync.Mutex
+	written  int64
+	recorded map[string]int64
+	notify   chan string
+}
+
+func newBenchHost() *benchHost {
+	return &benchHost{recorded: map[string]int64{}, notify: make(chan string, 16)}
+}
+
+func (h *benchHost) table() *jsonrpc.Table {
+	t := jsonrpc.NewTable()
+	jsonrpc.Handle(t, protocol.MethodKVGet, func(context.Context, protocol.KVGetParams) (protocol.KVGetResult, error) {
+		return protocol.KVGetResult{}, nil
+	})
+	jsonrpc.Handle(t, protocol.MethodKVCommit, func(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
+		for _, put := range p.Puts {
+			n, _ := strconv.ParseInt(string(put.Value), 10, 64)
+			h.mu.Lock()
+			h.recorded[put.Key] = n
+			h.mu.Unlock()
+			h.notify <- put.Key
+		}
+		return protocol.KVCommitResult{}, nil
+	})
+	jsonrpc.Handle(t, protocol.MethodArtifactCreate, func(context.Context, protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
+		h.mu.Lock()
+		h.written = 0
+		h.mu.Unlock()
+		return protocol.ArtifactCreateResult{Artifact: "a1"}, nil
+	})
+	jsonrpc.Handle(t, protocol.MethodArtifactWrite, func(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if p.Offset != h.written {
+			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "offset %d, have %d", p.Offset, h.written)
+		}
+		h.written += int64(len(p.Data))
+		return protocol.ArtifactWriteResult{Size: h.written}, nil
+	})
+	jsonrpc.Handle(t, protocol.MethodArtifactCommit, func(context.Context, protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return protocol.ArtifactCommitResult{Artifact: "a1", Size: h.written}, nil
+	})
+	return t
+}
+
+// pkg lays the binary out as a package directory with its manifest.
+func (r *oursRunner) pkg(bin string) (session.Package, error) {
+	out, err := exec.Command(bin, "package-manifest").Output()
+	if err != nil {
+		return session.Package{}, fmt.Errorf("package-manifest: %w", err)
+	}
+	dir := filepath.Dir(bin)
+	if err := os.WriteFile(filepath.Join(dir, protocol.ManifestFile), out, 0o644); err != nil {
+		return session.Package{}, err
+	}
+	m, err := protocol.ParseAndValidateManifest(out)
+	if err != nil {
+		return session.Package{}, err
+	}
+	return session.Package{Dir: dir, Manifest: m}, nil
+}
+
+func (r *oursRunner) start(pkg session.Package, host *benchHost, versions []int) (*session.Session, error) {
+	return session.Start(context.Background(), pkg, session.Options{
+		Host:     host.table(),
+		HostInfo: protocol.HostInfo{Name: "transportbench", Version: "1"},
+		Versions: versions,
+		Backoff:  session.Backoff{Min: time.Hour},
+	})
+}
+
+func call[Out any](ctx context.Context, s *session.Session, op string, in any) (Out, error) {
+	var out Out
+	data, err := json.Marshal(in)
+	if err != nil {
+		return out, err
+	}
+	var res protocol.OperationCallResult
+	if err := s.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+		Operation: op, Input: protocol.Payload{Data: data},
+	}, &res); err != nil {
+		return out, err
+	}
+	return out, json.Unmarshal(res.Output.Data, &out)
+}
+
+func (r *oursRunner) round(f figures) error {
+	ctx := context.Background()
+	host := newBenchHost()
+	echo := workload.Echo{Text: workload.EchoText}
+
+	// Cold start: a fresh copy of the binary, to its first answered call.
+	fresh, err := freshCopy(r.bins.ours, r.work)
+	if err != nil {
+		return err
+	}
+	pkg, err := r.pkg(fresh)
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	s, err := r.start(pkg, host, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		return err
+	}
+	f.add("cold_start_ms", ms(time.Since(t)))
+	s.Close(ctx)
+
+	// Warm restart: the same binary again.
+	t = time.Now()
+	s, err = r.start(pkg, host, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		return err
+	}
+	f.add("warm_restart_ms", ms(time.Since(t)))
+
+	// Version refusal.
+	t = time.Now()
+	if _, err := r.start(pkg, host, []int{99}); !errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {
+		return fmt.Errorf("version refusal: %v", err)
+	}
+	f.add("version_refusal_ms", ms(time.Since(t)))
+
+	// Sequential echoes.
+	lat := make([]time.Duration, 0, r.cfg.echoes)
+	for i := 0; i < r.cfg.echoes; i++ {
+		t := time.Now()
+		got, err := call[workload.Echo](ctx, s, "bench.echo", echo)
+		if err != nil || got.Text != echo.Text {
+			return fmt.Errorf("echo: %v", err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	f.add("echo_p50_us", percentile(lat, 0.5))
+	f.add("echo_p99_us", percentile(lat, 0.99))
+
+	// Concurrent echoes.
+	var wg sync.WaitGroup
+	errs := make(chan error, r.cfg.concurrent)
+	t = time.Now()
+	for w := 0; w < r.cfg.concurrent; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < r.cfg.perWorker; i++ {
+				if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("concurrent echo: %w", err)
+	}
+	f.add("concurrent_calls_per_s", float64(r.cfg.concurrent*r.cfg.perWorker)/time.Since(t).Seconds())
+
+	// Host callbacks, timed inside the extension.
+	cb, err := call[workload.CallbackTimes](ctx, s, "bench.callbacks", workload.Callbacks{N: r.cfg.callbacks})
+	if err != nil {
+		return fmt.Errorf("callbacks: %w", err)
+	}
+	f.add("callback_p50_us", nanosP50(cb.Nanos))
+
+	// Artifacts in acknowledged chunks.
+	for _, chunk := range []struct {
+		size int
+		key  string
+	}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}} {
+		t := time.Now()
+		up, err := call[workload.Uploaded](ctx, s, "bench.upload", workload.Upload{Bytes: r.cfg.artifact, Chunk: chunk.size})
+		if err != nil || up.Size != int64(r.cfg.artifact) {
+			return fmt.Errorf("upload: %+v %v", up, err)
+		}
+		f.add(chunk.key, float64(r.cfg.artifact)/(1<<20)/time.Since(t).Seconds())
+	}
+
+	// Cancel seen by the extension.
+	var seen []time.Duration
+	for i := 0; i < r.cfg.cancels; i++ {
+		key := fmt.Sprintf("cancel-%d", i)
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { _, err := call[workload.Echo](cctx, s, "bench.wait", workload.Wait{Key: key}); done <- err }()
+		time.Sleep(2 * time.Millisecond) // let the call reach its handler
+		t0 := time.Now()
+		cancel()
+		<-done
+		if err := waitKey(host, key); err != nil {
+			return err
+		}
+		host.mu.Lock()
+		seen = append(seen, time.Unix(0, host.recorded[key]).Sub(t0))
+		host.mu.Unlock()
+	}
+	f.add("cancel_seen_us", percentile(seen, 0.5))
+
+	// Crash detected by the host, on a freshly started process, so the
+	// figure is the detection and not the teardown of the heap the
+	// uploads above grew.
+	s.Close(ctx)
+	for i := 0; i < r.cfg.crashes; i++ {
+		if s, err = r.start(pkg, host, nil); err != nil {
+			return err
+		}
+		if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+			return err
+		}
+		file := filepath.Join(r.work, fmt.Sprintf("crash-ours-%d", time.Now().UnixNano()))
+		_, err := call[workload.Echo](ctx, s, "bench.crash", workload.Crash{File: file})
+		detected := time.Now()
+		if !errors.Is(err, protocol.ErrTransport) {
+			return fmt.Errorf("crash: %v", err)
+		}
+		died, err := workload.ReadTime(file)
+		if err != nil {
+			return err
+		}
+		f.add("crash_detected_ms", ms(detected.Sub(died)))
+		s.Close(ctx)
+	}
+	return nil
+}
+
+func waitKey(h *benchHost, key string) error {
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case k := <-h.notify:
+			if k == key {
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("the extension never recorded %s", key)
+		}
+	}
+}
+
+func nanosP50(ns []int64) float64 {
+	ds := make([]time.Duration, len(ns))
+	for i, n := range ns {
+		ds[i] = time.Duration(n)
+	}
+	return percentile(ds, 0.5)
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// report is one run's medians, the machine, and the targets judged
+// against them.
+type report struct {
+	Machine    machine                       `json:"machine"`
+	Rounds     int                           `json:"rounds"`
+	Seconds    float64                       `json:"seconds"`
+	Transports map[string]map[string]float64 `json:"transports"`
+	Targets    []target                      `json:"targets"`
+}
+
+type machine struct {
+	Cores int    `json:"cores"`
+	CPU   string `json:"cpu"`
+	Go    string `json:"go"`
+	OS    string `json:"os"`
+	Arch  string `json:"arch"`
+	Date  string `json:"date"`
+}
+
+// target is one of issue 3's targets, judged on this run's medians.
+type target struct {
+	Name  string  `json:"name"`
+	Want  string  `json:"want"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	Met   bool    `json:"met"`
+}
+
+func newReport(cfg config, results map[string]figures, elapsed time.Duration) *report {
+	r := &report{
+		Machine: machine{
+			Cores: runtime.NumCPU(), CPU: cpuModel(), Go: runtime.Version(),
+			OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339),
+		},
+		Rounds:     cfg.rounds,
+		Seconds:    elapsed.Seconds(),
+		Transports: map[string]map[string]float64{},
+	}
+	for t, f := range results {
+		r.Transports[t] = map[string]float64{}
+		for k, v := range f {
+			r.Transports[t][k] = median(v)
+		}
+	}
+	o, g, p := r.Transports["ours"], r.Transports["goplugin"], r.Transports["pipe"]
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	add := func(name, want string, v float64, unit string, met bool) {
+		r.Targets = append(r.Targets, target{name, want, v, unit, met})
+	}
+	v := ratio(o["echo_p50_us"], p["json_echo_p50_us"])
+	add("echo p50 vs the pipe + encoding/json floor", "≤ 1.5×", v, "×", v > 0 && v <= 1.5)
+	v = ratio(g["echo_p50_us"], o["echo_p50_us"])
+	add("echo p50: go-plugin's over ours", "≥ 5×", v, "×", v >= 5)
+	v = ratio(o["callback_p50_us"], o["echo_p50_us"])
+	add("host callback vs an echo", "≤ 1.5×", v, "×", v > 0 && v <= 1.5)
+	v = ratio(o["cancel_seen_us"], o["echo_p50_us"])
+	add("cancel seen by the extension vs an echo", "≤ 3×", v, "×", v > 0 && v <= 3)
+	v = ratio(o["artifact_256k_mibs"], g["artifact_256k_mibs"])
+	add("16 MiB in 256 KiB chunks vs go-plugin", "≥ 1×", v, "×", v >= 1)
+	v = ratio(o["concurrent_calls_per_s"], g["concurrent_calls_per_s"])
+	add("concurrent calls/s vs go-plugin", "≥ 4×", v, "×", v >= 4)
+	add("cold start", "≤ 5 ms", o["cold_start_ms"], "ms", o["cold_start_ms"] <= 5)
+	v = ratio(o["cold_start_ms"], g["cold_start_ms"])
+	add("cold start vs go-plugin", "≤ 0.5×", v, "×", v <= 0.5)
+	add("warm restart", "≤ 5 ms", o["warm_restart_ms"], "ms", o["warm_restart_ms"] <= 5)
+	v = ratio(o["warm_restart_ms"], g["warm_restart_ms"])
+	add("warm restart vs go-plugin", "≤ 0.5×", v, "×", v <= 0.5)
+	add("crash detected", "≤ 1 ms", o["crash_detected_ms"], "ms", o["crash_detected_ms"] <= 1)
+	add("SDK-only extension binary, stripped", "≤ 4 MiB", o["binary_stripped_bytes"]/(1<<20), "MiB", o["binary_stripped_bytes"] <= 4<<20)
+	return r
+}
+
+func (r *report) json() []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return append(b, '\n')
+}
+
+// rows are the figures in the order the table shows them.
+var rows = []struct {
+	key, label, unit string
+	higherBetter     bool
+}{
+	{"cold_start_ms", "cold start (fresh binary → first answer)", "ms", false},
+	{"warm_restart_ms", "warm restart", "ms", false},
+	{"version_refusal_ms", "version-mismatch refusal", "ms", false},
+	{"echo_p50_us", "echo p50 (2,000 sequential)", "µs", false},
+	{"echo_p99_us", "echo p99", "µs", false},
+	{"json_echo_p50_us", "echo p50 with encoding/json on both sides", "µs", false},
+	{"concurrent_calls_per_s", "concurrent echoes (32 × 50)", "calls/s", true},
+	{"callback_p50_us", "host callback while serving (timed in the extension)", "µs", false},
+	{"artifact_256k_mibs", "16 MiB in acknowledged 256 KiB chunks", "MiB/s", true},
+	{"artifact_64k_mibs", "16 MiB in acknowledged 64 KiB chunks", "MiB/s", true},
+	{"cancel_seen_us", "cancel seen by the extension", "µs", false},
+	{"crash_detected_ms", "crash detected by the host", "ms", false},
+	{"binary_bytes", "extension binary", "MiB", false},
+	{"binary_stripped_bytes", "extension binary, stripped", "MiB", false},
+}
+
+func (r *report) markdown(goBench, notes []byte) []byte {
+	var b bytes.Buffer
+	m := r.Machine
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` from one run on %s; do not edit by hand.\n\n", m.Date)
+	fmt.Fprintf(&b, "- Machine: %d cores, %s, %s/%s\n- Go: %s\n- Rounds: %d (each figure is the median; transports interleaved in each round); the run took %.0f s\n\n",
+		m.Cores, m.CPU, m.OS, m.Arch, m.Go, r.Rounds, r.Seconds)
+	b.WriteString("## Transport: ours, go-plugin and the pipe, side by side\n\n")
+	b.WriteString("| figure | ours | go-plugin (gRPC) | raw pipe | ours better by |\n| --- | ---: | ---: | ---: | ---: |\n")
+	o, g, p := r.Transports["ours"], r.Transports["goplugin"], r.Transports["pipe"]
+	for _, row := range rows {
+		cell := func(t map[string]float64) string {
+			v, ok := t[row.key]
+			if !ok {
+				return "—"
+			}
+			if row.unit == "MiB" {
+				v /= 1 << 20
+			}
+			return fmt.Sprintf("%s %s", num(v), row.unit)
+		}
+		rat := "—"
+		if ov, gv := o[row.key], g[row.key]; ov > 0 && gv > 0 {
+			if row.higherBetter {
+				rat = fmt.Sprintf("%.2f×", ov/gv)
+			} else {
+				rat = fmt.Sprintf("%.2f×", gv/ov)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.label, cell(o), cell(g), cell(p), rat)
+	}
+	b.WriteString("\n## Targets (issue 3), judged on this run\n\n| target | wanted | this run | met |\n| --- | --- | ---: | --- |\n")
+	for _, t := range r.Targets {
+		met := "no"
+		if t.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s |\n", t.Name, t.Want, num(t.Value), t.Unit, met)
+	}
+	if len(goBench) > 0 {
+		b.WriteString("\n## Engine and store (go test -bench, same run)\n\n| package | benchmark | iterations | results |\n| --- | --- | ---: | --- |\n")
+		pkg := ""
+		sc := bufio.NewScanner(bytes.NewReader(goBench))
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "pkg: ") {
+				pkg = strings.TrimPrefix(strings.TrimPrefix(line, "pkg: "), "github.com/open-conduit/open-conduit/")
+				continue
+			}
+			f := strings.Fields(line)
+			if !strings.HasPrefix(line, "Benchmark") || len(f) < 4 {
+				continue
+			}
+			var metrics []string
+			for i := 2; i+1 < len(f); i += 2 {
+				metrics = append(metrics, f[i]+" "+f[i+1])
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", pkg, strings.TrimPrefix(f[0], "Benchmark"), f[1], strings.Join(metrics, ", "))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		b.Write(notes)
+	}
+	return b.Bytes()
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// cpuModel reads the CPU's model name on Linux.
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "model name") {
+			if _, v, ok := strings.Cut(line, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown CPU"
+}
