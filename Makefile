@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/open-conduit
 BENCHTIME ?= 2s
-STORE_BENCH := $(wildcard ./pebblekv)
+STORE_BENCH := ./pebblekv/ ./host/service/
 
 .PHONY: build test lint bench bench-smoke
 

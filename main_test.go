@@ -45,7 +45,7 @@ func TestBinaryEndToEnd(t *testing.T) {
 		`"greeting":"Hello, ada!","count":1`,
 		`"greeting":"Hello, ada!","count":2`,
 		"refused bad_request",
-		"ok: 1 names greeted",
+		"ok: 1 names greeted, 0 heartbeats sent",
 		"hello.greetings/ada = 2",
 		"exited",
 	} {

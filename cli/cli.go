@@ -60,6 +60,11 @@ func tree() *command {
 		long: "Open Conduit runs extensions as their own processes, speaking JSON-RPC 2.0 over\n" +
 			"stdin and stdout, and supervises, scopes and calls them.",
 		subs: []*command{
+			serveCommand(),
+			extensionCommand(),
+			eventsCommand(),
+			doctorCommand(),
+			configCommand(),
 			demoCommand(),
 			extensionRunCommand(),
 			versionCommand(),
@@ -89,7 +94,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(path, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(!cmd.passThrough)
-	help := fs.BoolP("help", "h", false, "show this help")
+	help := new(bool)
+	boolFlag(fs, help, "help", "h", "show this help")
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}

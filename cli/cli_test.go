@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -74,5 +76,56 @@ func TestVersion(t *testing.T) {
 	code, out, _ := run("version")
 	if code != 0 || !strings.Contains(out, "protocol 1") {
 		t.Fatalf("%d %q", code, out)
+	}
+}
+
+func TestClientCommandsWithoutADaemonSaySoInOneLine(t *testing.T) {
+	state := t.TempDir()
+	for _, args := range [][]string{
+		{"events", "list", "--state", state},
+		{"doctor", "--state", state},
+		{"config", "apply", "--state", state, "--config", "/dev/null"},
+	} {
+		code, out, errs := run(args...)
+		if args[0] == "config" {
+			// /dev/null is not a config, but the daemon is what is missing.
+			code, out, errs = run(append(args[:len(args)-1], writeConfig(t))...)
+		}
+		if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 ||
+			!strings.Contains(errs, "open-conduit serve --state "+state) {
+			t.Errorf("%v: code %d stdout %q stderr %q", args, code, out, errs)
+		}
+	}
+	// extension list falls back to offline discovery, and says no daemon runs.
+	code, out, errs := run("extension", "list", "--state", state, "--config", writeConfig(t))
+	if code != 0 || !strings.Contains(out, "hello") || !strings.Contains(out, "not running") || !strings.Contains(errs, "open-conduit serve") {
+		t.Errorf("offline list: %d %q %q", code, out, errs)
+	}
+}
+
+func writeConfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(`{"scopes":[{"id":"demo","entries":[{"name":"h","type":"hello"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigCheckPrintsEveryProblemWithItsPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	bad := `{"scopes":[{"id":"demo","entries":[{"name":"h","type":"nope"}],"routes":[{"handler":"ghost"}]}]}`
+	os.WriteFile(path, []byte(bad), 0o644)
+	code, out, errs := run("config", "check", "--config", path)
+	if code != 1 || !strings.Contains(out, "/scopes/0/entries/0/type") || !strings.Contains(out, "/scopes/0/routes/0/handler") || !strings.Contains(errs, "2 error(s)") {
+		t.Fatalf("code %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = run("config", "check", "--config", writeConfig(t), "--json")
+	if code != 0 || !strings.Contains(out, `"ok": true`) {
+		t.Fatalf("a good config: %d %s", code, out)
+	}
+	code, _, errs = run("config", "check", "--config", filepath.Join(t.TempDir(), "missing.json"))
+	if code != 1 || !strings.Contains(errs, "--config") {
+		t.Fatalf("missing file: %d %s", code, errs)
 	}
 }

@@ -29,8 +29,9 @@ func demoCommand() *command {
 		short: "start the bundled hello extension as a process, call it, and show what happened",
 		long: "Start the bundled extension \"hello\" as its own process (this binary, run as\n" +
 			"'open-conduit extension-run hello'), run the handshake, call its operation with\n" +
-			"each --name, run its doctor check and task, show a refused input, read the KV\n" +
-			"it wrote through the host, and stop it. The host side keeps KV in memory.",
+			"each --name, run its doctor check, show a refused input, read the KV it wrote\n" +
+			"through the host, and stop it. The host side keeps KV in memory; 'serve' runs\n" +
+			"the real daemon.",
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringSliceVar(&names, "name", []string{"world", "conduit", "world"}, "names to greet, in order (repeat or comma-separate)")
 			fs.StringVar(&state, "state", "", "directory for the extension's state and log (default: a temporary one, removed afterwards)")
@@ -92,15 +93,9 @@ func runDemo(r *runner, names []string, state string) error {
 	} else {
 		fmt.Fprintf(out, "→ check.run hello-kv\n  ← %s: %s (%s)\n", check.Status, check.Detail, round(time.Since(t)))
 	}
-	t = time.Now()
-	if err := s.Call(r.ctx, protocol.MethodTaskRun, protocol.TaskRunParams{Task: "hello-census"}, nil); err != nil {
-		fmt.Fprintf(out, "→ task.run hello-census\n  ✗ %v\n", err)
-	} else {
-		fmt.Fprintf(out, "→ task.run hello-census\n  ← done (%s)\n", round(time.Since(t)))
-	}
 
 	fmt.Fprintf(out, "\nKV the extension wrote through the host (kv.commit batches):\n")
-	for _, ns := range []string{hello.Namespace, hello.Name} {
+	for _, ns := range []string{hello.Namespace} {
 		kv := host.KV(ns)
 		keys := make([]string, 0, len(kv))
 		for k := range kv {
@@ -132,7 +127,7 @@ func demoCall(r *runner, s *session.Session, op string, input map[string]any) {
 	t := time.Now()
 	err := s.Call(r.ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
 		Operation: op, Input: protocol.Payload{Data: data},
-		Authority: protocol.Authority{Scope: "demo", Caller: "demo"},
+		Authority: protocol.Authority{Caller: "demo"},
 	}, &res)
 	var pe *protocol.Error
 	switch {

@@ -206,6 +206,22 @@ func (x *Extension) IngressType(typ string, families ...string) *Extension {
 	return x
 }
 
+// EntryType declares an entry type operators configure in scopes, with the
+// top-level config fields that are safe to show them. Configure receives
+// each generation's entries of it.
+func (x *Extension) EntryType(typ string, settings ...protocol.Setting) *Extension {
+	x.Manifest.Provides.Extensions = append(x.Manifest.Provides.Extensions,
+		protocol.ExtensionType{Type: typ, Settings: settings})
+	return x
+}
+
+// Schema declares a payload schema base with the versions this release
+// reads; the last is the one it writes (<base>.v<N>).
+func (x *Extension) Schema(base string, versions ...int) *Extension {
+	x.Manifest.Provides.Schemas = append(x.Manifest.Provides.Schemas, protocol.Schema{Base: base, Versions: versions})
+	return x
+}
+
 // MethodFunc serves a host-to-extension method with no registration of its
 // own, with raw params.
 type MethodFunc func(ctx context.Context, h *Host, params []byte) (any, error)

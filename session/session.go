@@ -74,8 +74,11 @@ type Options struct {
 	// methods it does not serve answer unsupported.
 	Host *jsonrpc.Table
 	// Configure returns the configure params to send after each handshake
-	// (default: an empty generation).
+	// and on Reconfigure (default: an empty generation).
 	Configure func() protocol.ConfigureParams
+	// Configured is told each successful configure's params and answer,
+	// after the namespace checks (the host records the KV layout then).
+	Configured func(protocol.ConfigureParams, protocol.ConfigureResult)
 	// HostInfo names the host in initialize.
 	HostInfo protocol.HostInfo
 	// Initialize carries the rest of initialize's params (config_dir,

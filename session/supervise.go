@@ -97,7 +97,8 @@ func intsToStrings(vs []int) []string {
 // extension registers stays in its namespaces.
 func (s *Session) configure(ctx context.Context, conn *jsonrpc.Conn) (protocol.ConfigureResult, error) {
 	var res protocol.ConfigureResult
-	if err := conn.Call(ctx, protocol.MethodConfigure, s.opts.Configure(), &res); err != nil {
+	params := s.opts.Configure()
+	if err := conn.Call(ctx, protocol.MethodConfigure, params, &res); err != nil {
 		if protocol.CodeOf(err) == protocol.CodeTransport || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return res, err
 		}
@@ -122,6 +123,9 @@ func (s *Session) configure(ctx context.Context, conn *jsonrpc.Conn) (protocol.C
 			return res, protocol.Errorf(protocol.ErrConfigureRefused,
 				"extension %s registered webhook path %q outside %s/", s.name, path, root)
 		}
+	}
+	if s.opts.Configured != nil {
+		s.opts.Configured(params, res)
 	}
 	return res, nil
 }

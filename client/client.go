@@ -1,0 +1,168 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+)
+
+// SocketName is the management socket's name in the state directory.
+const SocketName = "open-conduit.sock"
+
+// ErrNoDaemon is returned when no daemon answers on the socket.
+var ErrNoDaemon = errors.New("no daemon")
+
+// Client talks to one daemon.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// New returns a client for the daemon whose state directory is stateDir.
+func New(stateDir string) *Client {
+	socket := filepath.Join(stateDir, SocketName)
+	return &Client{
+		socket: socket,
+		http: &http.Client{
+			Timeout: 60 * time.Second,
+			Transport: &http.Transport{
+				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, "unix", socket)
+				},
+			},
+		},
+	}
+}
+
+// Socket is the socket the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://open-conduit"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) || errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w answers at %s: start one with 'open-conduit serve --state %s'", ErrNoDaemon, c.socket, filepath.Dir(c.socket))
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		if json.Unmarshal(data, &e) == nil && e.Message != "" {
+			return &e
+		}
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// Status reports the daemon's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	return s, c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
+}
+
+// Extensions lists the packages and what discovery skipped.
+func (c *Client) Extensions(ctx context.Context) (Extensions, error) {
+	var e Extensions
+	return e, c.do(ctx, http.MethodGet, "/v1/extensions", nil, &e)
+}
+
+// EventsQuery pages the log.
+type EventsQuery struct {
+	After uint64
+	Limit int
+	Scope string
+}
+
+// Events reads one page of the event log.
+func (c *Client) Events(ctx context.Context, q EventsQuery) (Events, error) {
+	v := url.Values{}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatUint(q.After, 10))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Scope != "" {
+		v.Set("scope", q.Scope)
+	}
+	var e Events
+	return e, c.do(ctx, http.MethodGet, "/v1/events?"+v.Encode(), nil, &e)
+}
+
+// Work lists Work records.
+func (c *Client) Work(ctx context.Context) (Records, error) {
+	var r Records
+	return r, c.do(ctx, http.MethodGet, "/v1/work", nil, &r)
+}
+
+// Waits lists Wait records.
+func (c *Client) Waits(ctx context.Context) (Records, error) {
+	var r Records
+	return r, c.do(ctx, http.MethodGet, "/v1/waits", nil, &r)
+}
+
+// Logs reads the last lines of an extension's stderr log.
+func (c *Client) Logs(ctx context.Context, extension string, tail int) (Log, error) {
+	var l Log
+	path := "/v1/logs/" + url.PathEscape(extension) + "?tail=" + strconv.Itoa(tail)
+	return l, c.do(ctx, http.MethodGet, path, nil, &l)
+}
+
+// Doctor runs the daemon's checks.
+func (c *Client) Doctor(ctx context.Context) (Doctor, error) {
+	var d Doctor
+	return d, c.do(ctx, http.MethodGet, "/v1/doctor", nil, &d)
+}
+
+// ValidateConfig checks a config text against the running packages.
+func (c *Client) ValidateConfig(ctx context.Context, text []byte) (Validation, error) {
+	var v Validation
+	return v, c.do(ctx, http.MethodPost, "/v1/config/validate", text, &v)
+}
+
+// ApplyConfig validates and applies a config text; packages are configured
+// again without a restart.
+func (c *Client) ApplyConfig(ctx context.Context, text []byte) (Applied, error) {
+	var a Applied
+	return a, c.do(ctx, http.MethodPost, "/v1/config/apply", text, &a)
+}
+
+// Call calls one of a package's handler operations as the operator. A
+// refusal comes back in the result (Code, Message), not as an error.
+func (c *Client) Call(ctx context.Context, extension string, req CallRequest) (CallResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return CallResult{}, err
+	}
+	var r CallResult
+	return r, c.do(ctx, http.MethodPost, "/v1/extensions/"+url.PathEscape(extension)+"/call", body, &r)
+}

@@ -1,0 +1,455 @@
+package config
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// pkg builds a manifest named name; opts fill in what it provides.
+func pkg(name string, opts ...func(*protocol.Provides)) *protocol.Manifest {
+	m := &protocol.Manifest{Name: name, Protocol: []int{1}, Command: []string{name}}
+	for _, o := range opts {
+		o(&m.Provides)
+	}
+	return m
+}
+
+func extType(t string) func(*protocol.Provides) {
+	return func(p *protocol.Provides) { p.Extensions = append(p.Extensions, protocol.ExtensionType{Type: t}) }
+}
+
+func connType(t string, fields ...protocol.Field) func(*protocol.Provides) {
+	return func(p *protocol.Provides) {
+		p.Connections = append(p.Connections, protocol.ConnectionType{Type: t, Fields: fields})
+	}
+}
+
+func handler(h string) func(*protocol.Provides) {
+	return func(p *protocol.Provides) { p.Routes = append(p.Routes, protocol.Route{Handler: h}) }
+}
+
+func executor(e string) func(*protocol.Provides) {
+	return func(p *protocol.Provides) { p.Executors = append(p.Executors, protocol.Executor{Name: e}) }
+}
+
+func operation(name, kind string) func(*protocol.Provides) {
+	return func(p *protocol.Provides) {
+		p.Operations = append(p.Operations, protocol.Operation{Name: name, Kind: kind})
+	}
+}
+
+// testPkgs are two packages: alpha declares every kind of name Check looks
+// up, beta an extension type and a field-less connection type.
+func testPkgs() []*protocol.Manifest {
+	return []*protocol.Manifest{
+		pkg("alpha", extType("alpha"),
+			connType("alpha", protocol.Field{Name: "token", Secret: true}, protocol.Field{Name: "url"}),
+			handler("alpha"), executor("alpha"), operation("alpha.do", protocol.OperationHandler)),
+		pkg("beta", extType("beta"), connType("beta"), operation("beta.op", protocol.OperationHandler)),
+	}
+}
+
+// goodConfig has no problem against testPkgs; each case breaks one rule.
+func goodConfig() *Config {
+	return &Config{
+		Connections: []Connection{
+			{Name: "alpha-main", Type: "alpha", SecretRefs: map[string]string{"token": "env:ALPHA_TOKEN"}},
+			{Name: "beta-main", Type: "beta"},
+		},
+		Scopes: []Scope{{
+			ID: "one",
+			Entries: []Entry{
+				{Name: "a", Type: "alpha", Connection: "alpha-main", Secrets: []string{"s1"}},
+				{Name: "b", Type: "beta", Secrets: []string{"s2"}},
+			},
+			Routes: []Route{{Handler: "alpha", Binding: "run"}, {Handler: ManualHandler}},
+			Bindings: []Binding{{
+				Name: "run", Executor: "alpha", Toolbelt: "cli",
+				Operations: []string{"alpha.do", "read_context"},
+				Connection: "beta-main", PassEnv: []string{"HOME_EXTRA"},
+			}},
+			SecretRefs:  map[string]string{"s1": "env:S1", "s2": "file:/run/s2"},
+			Connections: []string{"alpha-main", "beta-main"},
+		}},
+		Settings: Settings{Extensions: map[string]ExtensionSettings{
+			"alpha": {PassEnv: []string{"SSH_AUTH_SOCK"}},
+		}},
+	}
+}
+
+type want struct{ path, code, severity string }
+
+func TestCheckGoodConfig(t *testing.T) {
+	if ps := Check(goodConfig(), testPkgs()); len(ps) != 0 {
+		t.Fatalf("good config has problems:\n%v", ps)
+	}
+	if ps := Check(nil, testPkgs()); ps != nil {
+		t.Fatalf("nil config: %v", ps)
+	}
+	if ps := Check(&Config{}, nil); len(ps) != 0 {
+		t.Fatalf("empty config: %v", ps)
+	}
+}
+
+func TestCheckRules(t *testing.T) {
+	E, W := Error, Warning
+	s0 := func(c *Config) *Scope { return &c.Scopes[0] }
+	cases := []struct {
+		name   string
+		mutate func(c *Config)
+		want   []want
+	}{
+		{"scope id missing", func(c *Config) { s0(c).ID = "" },
+			[]want{{"/scopes/0/id", CodeMissingID, E}}},
+		{"scope id not an identifier", func(c *Config) { s0(c).ID = "One Scope" },
+			[]want{{"/scopes/0/id", CodeInvalidID, E}}},
+		{"scope id repeated", func(c *Config) { c.Scopes = append(c.Scopes, c.Scopes[0]) },
+			[]want{{"/scopes/1/id", CodeDuplicateScope, E}}},
+		{"scope grants an unknown connection", func(c *Config) { s0(c).Connections = append(s0(c).Connections, "nope") },
+			[]want{{"/scopes/0/connections/2", CodeUnknownConnection, E}}},
+		{"scope secret ref malformed", func(c *Config) { s0(c).SecretRefs["s1"] = "vault:x" },
+			[]want{{"/scopes/0/secret_refs/s1", CodeInvalidSecretRef, E}}},
+		{"scope secret ref without target", func(c *Config) { s0(c).SecretRefs["s2"] = "file:" },
+			[]want{{"/scopes/0/secret_refs/s2", CodeInvalidSecretRef, E}}},
+
+		{"entry name missing", func(c *Config) { s0(c).Entries[0].Name = "" },
+			[]want{{"/scopes/0/entries/0/name", CodeMissingName, E}}},
+		{"entry name repeated", func(c *Config) { s0(c).Entries[1].Name = "a" },
+			[]want{{"/scopes/0/entries/1/name", CodeDuplicateEntry, E}}},
+		{"entry type missing", func(c *Config) { s0(c).Entries[1].Type = "" },
+			[]want{{"/scopes/0/entries/1/type", CodeMissingType, E}}},
+		{"entry type undeclared", func(c *Config) { s0(c).Entries[1].Type = "gamma" },
+			[]want{{"/scopes/0/entries/1/type", CodeUnknownType, E}}},
+		{"entry connection undefined", func(c *Config) { s0(c).Entries[0].Connection = "nope" },
+			[]want{{"/scopes/0/entries/0/connection", CodeUnknownConnection, E}}},
+		{"entry connection not granted", func(c *Config) { s0(c).Connections = []string{"beta-main"} },
+			[]want{{"/scopes/0/entries/0/connection", CodeConnectionNotGranted, E}}},
+		{"entry connection of another package's type", func(c *Config) { s0(c).Entries[1].Connection = "alpha-main" },
+			[]want{{"/scopes/0/entries/1/connection", CodeConnectionType, E}}},
+		{"entry selects an undefined secret", func(c *Config) { s0(c).Entries[0].Secrets = []string{"s1", "nope"} },
+			[]want{{"/scopes/0/entries/0/secrets/1", CodeUnknownSecret, E}}},
+
+		{"route handler missing", func(c *Config) { s0(c).Routes[0].Handler = "" },
+			[]want{{"/scopes/0/routes/0/handler", CodeMissingHandler, E}}},
+		{"route handler undeclared", func(c *Config) { s0(c).Routes[0].Handler = "gamma" },
+			[]want{{"/scopes/0/routes/0/handler", CodeUnknownHandler, E}}},
+		{"route binding undefined", func(c *Config) { s0(c).Routes[1].Binding = "nope" },
+			[]want{{"/scopes/0/routes/1/binding", CodeUnknownBinding, E}}},
+		{"route binding of another scope", func(c *Config) {
+			c.Scopes = append(c.Scopes, Scope{ID: "two", Routes: []Route{{Handler: ManualHandler, Binding: "run"}}})
+		}, []want{{"/scopes/1/routes/0/binding", CodeUnknownBinding, E}}},
+
+		{"binding name missing", func(c *Config) { s0(c).Bindings[0].Name = "" },
+			[]want{{"/scopes/0/bindings/0/name", CodeMissingName, E}, {"/scopes/0/routes/0/binding", CodeUnknownBinding, E}}},
+		{"binding name repeated", func(c *Config) { s0(c).Bindings = append(s0(c).Bindings, Binding{Name: "run"}) },
+			[]want{{"/scopes/0/bindings/1/name", CodeDuplicateBinding, E}}},
+		{"binding executor undeclared", func(c *Config) { s0(c).Bindings[0].Executor = "gamma" },
+			[]want{{"/scopes/0/bindings/0/executor", CodeUnknownExecutor, E}}},
+		{"binding toolbelt unknown", func(c *Config) { s0(c).Bindings[0].Toolbelt = "telepathy" },
+			[]want{{"/scopes/0/bindings/0/toolbelt", CodeUnknownToolbelt, E}}},
+		{"binding operation undeclared", func(c *Config) {
+			s0(c).Bindings[0].Operations = append(s0(c).Bindings[0].Operations, "gamma.op")
+		}, []want{{"/scopes/0/bindings/0/operations/2", CodeUnknownOperation, E}}},
+		{"binding connection undefined", func(c *Config) { s0(c).Bindings[0].Connection = "nope" },
+			[]want{{"/scopes/0/bindings/0/connection", CodeUnknownConnection, E}}},
+		{"binding connection not granted", func(c *Config) { s0(c).Connections = []string{"alpha-main"} },
+			[]want{{"/scopes/0/bindings/0/connection", CodeConnectionNotGranted, E}}},
+		{"binding pass_env reserved", func(c *Config) { s0(c).Bindings[0].PassEnv = []string{"HOME_EXTRA", "OPEN_CONDUIT_TOKEN"} },
+			[]want{{"/scopes/0/bindings/0/pass_env/1", CodePassEnvReserved, E}}},
+		{"binding pass_env secret", func(c *Config) { s0(c).Bindings[0].PassEnv = []string{"S1"} },
+			[]want{{"/scopes/0/bindings/0/pass_env/0", CodePassEnvSecret, E}}},
+		{"binding pass_env invalid", func(c *Config) { s0(c).Bindings[0].PassEnv = []string{"A-B"} },
+			[]want{{"/scopes/0/bindings/0/pass_env/0", CodeInvalidEnvName, E}}},
+
+		{"connection name missing", func(c *Config) { c.Connections = append(c.Connections, Connection{Type: "beta"}) },
+			[]want{{"/connections/2/name", CodeMissingName, E}}},
+		{"connection name not an identifier", func(c *Config) {
+			c.Connections = append(c.Connections, Connection{Name: "Beta Two", Type: "beta"})
+		}, []want{{"/connections/2/name", CodeInvalidName, E}}},
+		{"connection name repeated", func(c *Config) {
+			c.Connections = append(c.Connections, Connection{Name: "beta-main", Type: "beta"})
+		}, []want{{"/connections/2/name", CodeDuplicateConnection, E}}},
+		{"connection type missing", func(c *Config) { c.Connections[1].Type = "" },
+			[]want{{"/connections/1/type", CodeMissingType, E}}},
+		{"connection type undeclared", func(c *Config) { c.Connections[1].Type = "gamma" },
+			[]want{{"/connections/1/type", CodeUnknownConnectionType, E}}},
+		{"connection secret ref malformed", func(c *Config) { c.Connections[0].SecretRefs["token"] = "ALPHA_TOKEN" },
+			[]want{{"/connections/0/secret_refs/token", CodeInvalidSecretRef, E}}},
+		{"connection secret key is a plain field", func(c *Config) { c.Connections[0].SecretRefs["url"] = "env:URL" },
+			[]want{{"/connections/0/secret_refs/url", CodeUnknownSecretKey, W}}},
+		{"connection secret key undeclared", func(c *Config) { c.Connections[0].SecretRefs["other"] = "env:OTHER" },
+			[]want{{"/connections/0/secret_refs/other", CodeUnknownSecretKey, W}}},
+		{"connection secret key free when the type declares no fields", func(c *Config) {
+			c.Connections[1].SecretRefs = map[string]string{"anything": "env:ANYTHING"}
+		}, nil},
+
+		{"settings pass_env reserved OS_", func(c *Config) { c.Settings.Extensions["alpha"] = ExtensionSettings{PassEnv: []string{"OS_THING"}} },
+			[]want{{"/settings/extensions/alpha/pass_env/0", CodePassEnvReserved, E}}},
+		{"settings pass_env reserved OPEN_CONDUIT_", func(c *Config) {
+			c.Settings.Extensions["alpha"] = ExtensionSettings{PassEnv: []string{"OPEN_CONDUIT_HOME"}}
+		}, []want{{"/settings/extensions/alpha/pass_env/0", CodePassEnvReserved, E}}},
+		{"settings pass_env names a scope's env secret", func(c *Config) {
+			c.Settings.Extensions["alpha"] = ExtensionSettings{PassEnv: []string{"SSH_AUTH_SOCK", "S1"}}
+		}, []want{{"/settings/extensions/alpha/pass_env/1", CodePassEnvSecret, E}}},
+		{"settings pass_env names a connection's env secret", func(c *Config) {
+			c.Settings.Extensions["alpha"] = ExtensionSettings{PassEnv: []string{"ALPHA_TOKEN"}}
+		}, []want{{"/settings/extensions/alpha/pass_env/0", CodePassEnvSecret, E}}},
+		{"settings pass_env invalid name", func(c *Config) {
+			c.Settings.Extensions["alpha"] = ExtensionSettings{PassEnv: []string{"1BAD", "", "OK_1"}}
+		}, []want{{"/settings/extensions/alpha/pass_env/0", CodeInvalidEnvName, E}, {"/settings/extensions/alpha/pass_env/1", CodeInvalidEnvName, E}}},
+		{"settings for a package no one has", func(c *Config) { c.Settings.Extensions["gone"] = ExtensionSettings{} },
+			[]want{{"/settings/extensions/gone", CodeUnknownExtension, W}}},
+		{"settings path escapes the package name", func(c *Config) { c.Settings.Extensions["a/b~c"] = ExtensionSettings{} },
+			[]want{{"/settings/extensions/a~1b~0c", CodeUnknownExtension, W}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goodConfig()
+			tc.mutate(c)
+			ps := Check(c, testPkgs())
+			var got []want
+			for _, p := range ps {
+				got = append(got, want{p.Path, p.Code, p.Severity})
+				if p.Message == "" {
+					t.Errorf("%s has no message", p.Code)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v\nwant %v\nproblems:\n%v", got, tc.want, ps)
+			}
+		})
+	}
+}
+
+func TestCheckReportsEveryProblemSorted(t *testing.T) {
+	c := goodConfig()
+	c.Scopes[0].Entries[1].Type = "gamma"
+	c.Scopes[0].Routes[0].Handler = "gamma"
+	c.Scopes[0].Bindings[0].Toolbelt = "telepathy"
+	c.Connections[1].Type = "gamma"
+	c.Settings.Extensions["gone"] = ExtensionSettings{PassEnv: []string{"OS_X"}}
+	ps := Check(c, testPkgs())
+	var codes []string
+	for _, p := range ps {
+		codes = append(codes, p.Code)
+	}
+	for _, code := range []string{CodeUnknownType, CodeUnknownHandler, CodeUnknownToolbelt, CodeUnknownConnectionType, CodeUnknownExtension, CodePassEnvReserved} {
+		if !slices.Contains(codes, code) {
+			t.Errorf("missing %s in %v", code, codes)
+		}
+	}
+	if !slices.IsSortedFunc(ps, func(a, b Problem) int {
+		return strings.Compare(a.Path+"\x00"+a.Code, b.Path+"\x00"+b.Code)
+	}) {
+		t.Errorf("problems are not sorted:\n%v", ps)
+	}
+	if n := len(ps.Errors()); n != len(ps)-1 {
+		t.Errorf("want every problem but unknown_extension to be an error, got %d errors of %d", n, len(ps))
+	}
+}
+
+// secretTargets are reference targets no message may quote.
+var secretTargets = []string{"SUPER_SECRET_VAR", "/very/secret/path"}
+
+func TestCheckNeverQuotesSecretTargets(t *testing.T) {
+	c := goodConfig()
+	s := &c.Scopes[0]
+	s.SecretRefs["s1"] = "env:SUPER_SECRET_VAR"
+	s.SecretRefs["s2"] = "file:/very/secret/path"
+	s.SecretRefs["bad1"] = "vault:SUPER_SECRET_VAR"
+	s.SecretRefs["bad2"] = "/very/secret/path"
+	s.Bindings[0].PassEnv = []string{"SUPER_SECRET_VAR"}
+	c.Connections[0].SecretRefs = map[string]string{
+		"url":   "env:SUPER_SECRET_VAR",
+		"other": "file:/very/secret/path",
+		"token": "nonsense:/very/secret/path",
+	}
+	c.Settings.Extensions["gone"] = ExtensionSettings{PassEnv: []string{"SUPER_SECRET_VAR", "OS_SUPER_SECRET_VAR"}}
+	ps := Check(c, testPkgs())
+	codes := map[string]bool{}
+	for _, p := range ps {
+		codes[p.Code] = true
+		for _, secret := range secretTargets {
+			if strings.Contains(p.Message, secret) {
+				t.Errorf("%s at %s quotes a secret target: %s", p.Code, p.Path, p.Message)
+			}
+		}
+	}
+	for _, code := range []string{CodeInvalidSecretRef, CodePassEnvSecret, CodePassEnvReserved, CodeUnknownSecretKey} {
+		if !codes[code] {
+			t.Errorf("expected a %s problem, got %v", code, ps)
+		}
+	}
+	for _, secret := range secretTargets {
+		if strings.Contains(ps.Error(), secret) {
+			t.Errorf("Problems.Error quotes %s", secret)
+		}
+	}
+}
+
+func TestUses(t *testing.T) {
+	pkgs := testPkgs()
+	alpha, beta := pkgs[0], pkgs[1]
+	c := &Config{
+		Connections: []Connection{{Name: "ac", Type: "alpha"}, {Name: "bc", Type: "beta"}},
+		Scopes: []Scope{
+			{ID: "entry", Entries: []Entry{{Name: "a", Type: "alpha"}}},
+			{ID: "route", Routes: []Route{{Handler: "alpha"}}},
+			{ID: "operation", Bindings: []Binding{{Name: "b", Operations: []string{"read_context", "alpha.do"}}}},
+			{ID: "executor", Bindings: []Binding{{Name: "b", Executor: "alpha"}}},
+			{ID: "binding-connection", Bindings: []Binding{{Name: "b", Connection: "ac"}}},
+			{ID: "entry-connection", Entries: []Entry{{Name: "b", Type: "beta", Connection: "ac"}}},
+			{ID: "granted-connection", Connections: []string{"ac"}},
+			{ID: "disabled", Disabled: true, Entries: []Entry{{Name: "a", Type: "alpha"}}},
+			{ID: "beta-only", Entries: []Entry{{Name: "b", Type: "beta", Connection: "bc"}},
+				Routes: []Route{{Handler: ManualHandler}}, Bindings: []Binding{{Name: "b", Operations: []string{"read_context"}}}},
+			{ID: "undefined-connection", Connections: []string{"nope"}},
+		},
+	}
+	got := ScopesUsing(c, alpha)
+	wantAlpha := []string{"entry", "route", "operation", "executor", "binding-connection", "entry-connection", "granted-connection", "disabled"}
+	if !slices.Equal(got, wantAlpha) {
+		t.Errorf("ScopesUsing(alpha) = %v, want %v", got, wantAlpha)
+	}
+	if got, want := ScopesUsing(c, beta), []string{"entry-connection", "beta-only"}; !slices.Equal(got, want) {
+		t.Errorf("ScopesUsing(beta) = %v, want %v", got, want)
+	}
+	if Uses(c, nil, alpha) || Uses(c, &c.Scopes[0], nil) || ScopesUsing(nil, alpha) != nil {
+		t.Error("nil arguments use nothing")
+	}
+	// Without the config, connection names resolve to nothing.
+	if Uses(nil, &c.Scopes[4], alpha) {
+		t.Error("a binding connection counted without the config to resolve it")
+	}
+}
+
+// secretConfig is a scope where alpha and beta each have an entry and
+// alpha's connections are named in every way B05 distinguishes.
+func secretConfig() *Config {
+	return &Config{
+		Connections: []Connection{
+			{Name: "alpha-main", Type: "alpha", SecretRefs: map[string]string{"token": "env:SUPER_SECRET_VAR"}},
+			{Name: "alpha-bound", Type: "alpha", SecretRefs: map[string]string{"token": "file:/very/secret/path"}},
+			{Name: "alpha-loose", Type: "alpha", SecretRefs: map[string]string{"token": "env:LOOSE"}},
+			{Name: "alpha-ungranted", Type: "alpha", SecretRefs: map[string]string{"token": "env:UNGRANTED"}},
+			{Name: "beta-main", Type: "beta", SecretRefs: map[string]string{"key": "env:BETA"}},
+		},
+		Scopes: []Scope{{
+			ID: "one",
+			Entries: []Entry{
+				{Name: "a1", Type: "alpha", Connection: "alpha-main", Secrets: []string{"s1", "shared"}},
+				{Name: "a2", Type: "alpha", Connection: "alpha-ungranted"},
+				{Name: "b1", Type: "beta", Connection: "beta-main", Secrets: []string{"s2", "shared"}},
+			},
+			Bindings:    []Binding{{Name: "run", Connection: "alpha-bound"}},
+			SecretRefs:  map[string]string{"s1": "env:S1", "s2": "env:S2", "shared": "file:/shared", "unused": "env:UNUSED"},
+			Connections: []string{"alpha-main", "alpha-bound", "alpha-loose", "beta-main"},
+		}, {
+			ID: "empty",
+		}},
+	}
+}
+
+func TestSecretNames(t *testing.T) {
+	pkgs := testPkgs()
+	alpha, beta := pkgs[0], pkgs[1]
+	gamma := pkg("gamma", connType("alpha-like"))
+	c := secretConfig()
+	cases := []struct {
+		name       string
+		scope      string
+		m          *protocol.Manifest
+		connection string
+		want       map[string]string
+	}{
+		{"alpha's entries select s1 and shared", "one", alpha, "", map[string]string{"s1": "env:S1", "shared": "file:/shared"}},
+		{"beta's entries select s2 and shared, never alpha's s1", "one", beta, "", map[string]string{"s2": "env:S2", "shared": "file:/shared"}},
+		{"a connection alpha's entry names", "one", alpha, "alpha-main", map[string]string{"token": "env:SUPER_SECRET_VAR"}},
+		{"a connection the scope's binding names", "one", alpha, "alpha-bound", map[string]string{"token": "file:/very/secret/path"}},
+		{"beta's own connection", "one", beta, "beta-main", map[string]string{"key": "env:BETA"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SecretNames(c, tc.scope, tc.m, tc.connection)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+
+	refusals := []struct {
+		name       string
+		scope      string
+		m          *protocol.Manifest
+		connection string
+	}{
+		{"connection not granted by the scope", "one", alpha, "alpha-ungranted"},
+		{"connection granted but named by no entry or binding", "one", alpha, "alpha-loose"},
+		{"connection of another package's type", "one", alpha, "beta-main"},
+		{"connection of another package's type, the other way", "one", beta, "alpha-main"},
+		{"connection not configured", "one", alpha, "nope"},
+		{"scope not configured", "nope", alpha, ""},
+		{"scope without the package's entries", "empty", alpha, ""},
+		{"connection in a scope that does not grant it", "empty", alpha, "alpha-main"},
+		{"package with no entries in the scope", "one", gamma, ""},
+		{"package whose type the connection is not", "one", gamma, "alpha-main"},
+		{"no package", "one", nil, ""},
+	}
+	for _, tc := range refusals {
+		t.Run("refused/"+tc.name, func(t *testing.T) {
+			got, err := SecretNames(c, tc.scope, tc.m, tc.connection)
+			if !errors.Is(err, protocol.ErrUnauthorized) {
+				t.Fatalf("got %v, %v; want unauthorized", got, err)
+			}
+			if got != nil {
+				t.Errorf("refusal returned refs %v", got)
+			}
+			for _, secret := range append(secretTargets, "env:", "file:") {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error quotes reference text %q: %v", secret, err)
+				}
+			}
+		})
+	}
+	if _, err := SecretNames(nil, "one", alpha, ""); !errors.Is(err, protocol.ErrUnauthorized) {
+		t.Errorf("nil config: %v", err)
+	}
+}
+
+func TestSecretNamesReturnsACopy(t *testing.T) {
+	c := secretConfig()
+	alpha := testPkgs()[0]
+	for _, conn := range []string{"", "alpha-main"} {
+		refs, err := SecretNames(c, "one", alpha, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range refs {
+			refs[k] = "env:CHANGED"
+		}
+	}
+	if c.Scopes[0].SecretRefs["s1"] != "env:S1" || c.Connections[0].SecretRefs["token"] != "env:SUPER_SECRET_VAR" {
+		t.Error("changing the result changed the config")
+	}
+}
+
+func TestSecretNamesNoSecretsSelected(t *testing.T) {
+	c := secretConfig()
+	c.Scopes[0].Entries[0].Secrets = nil
+	refs, err := SecretNames(c, "one", testPkgs()[0], "")
+	if err != nil || len(refs) != 0 {
+		t.Fatalf("got %v, %v; want no refs and no error", refs, err)
+	}
+}

@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/pebblekv"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
+)
+
+// checkTimeout bounds one extension's doctor check.
+const checkTimeout = 10 * time.Second
+
+// Doctor runs the daemon's own checks and every declared check of every
+// running package. It never includes a config value or a secret.
+func (d *Daemon) Doctor(ctx context.Context) client.Doctor {
+	var checks []client.Check
+	add := func(c client.Check) { checks = append(checks, c) }
+
+	var seq uint64
+	err := d.db.View(func(r *pebblekv.Reader) error {
+		var err error
+		seq, err = r.LatestSequence()
+		return err
+	})
+	if err != nil {
+		add(client.Check{Name: "store", Status: protocol.CheckFail, Code: "store_unreadable", Detail: err.Error()})
+	} else {
+		add(client.Check{Name: "store", Status: protocol.CheckOK, Detail: fmt.Sprintf("%s, event log at sequence %d", d.opts.Dirs.Store(), seq)})
+	}
+
+	warns := len(d.problems)
+	cfg := client.Check{Name: "config", Status: protocol.CheckOK,
+		Detail: fmt.Sprintf("generation %d from %s", d.genID.Load(), d.configSource())}
+	if warns > 0 {
+		cfg.Status, cfg.Code = protocol.CheckWarn, "config_warnings"
+		cfg.Detail += fmt.Sprintf(", %d warning(s): open-conduit config check lists them", warns)
+	}
+	add(cfg)
+
+	for _, p := range d.discovery {
+		add(client.Check{Name: "discovery", Status: protocol.CheckWarn, Code: p.Code, Detail: fmt.Sprintf("%s skipped: %s", p.Dir, p.Message)})
+	}
+
+	for _, v := range d.ExtensionViews().Extensions {
+		add(extensionCheck(v))
+	}
+	for _, x := range d.extensions() {
+		if x.session == nil || x.session.Status().State != session.StateRunning {
+			continue
+		}
+		for _, c := range x.pkg.Manifest.Provides.Checks {
+			if c.Deep {
+				continue
+			}
+			add(d.runCheck(ctx, x, c.Name))
+		}
+	}
+	ok := true
+	for _, c := range checks {
+		if c.Status == protocol.CheckFail {
+			ok = false
+		}
+	}
+	return client.Doctor{OK: ok, Checks: checks}
+}
+
+// extensionCheck is a package's own health: started, version, protocol,
+// restarts, granted variables.
+func extensionCheck(v client.Extension) client.Check {
+	c := client.Check{Name: "extension " + v.Name}
+	switch {
+	case v.State == string(session.StateRunning) && v.Restarts == 0:
+		c.Status = protocol.CheckOK
+		c.Detail = fmt.Sprintf("running %s (pid %d, protocol %d)", v.Version, v.PID, v.Protocol)
+	case v.State == string(session.StateRunning):
+		c.Status, c.Code = protocol.CheckWarn, "extension_restarted"
+		c.Detail = fmt.Sprintf("running %s after %d restart(s); last: %s", v.Version, v.Restarts, v.LastError)
+	default:
+		c.Status, c.Code = protocol.CheckFail, "extension_unavailable"
+		c.Detail = fmt.Sprintf("%s: %s", v.State, v.LastError)
+	}
+	if len(v.GrantedEnv) > 0 {
+		c.Detail += "; granted " + strings.Join(v.GrantedEnv, ", ")
+	}
+	if len(v.MissingEnv) > 0 {
+		c.Detail += "; granted but not set in the daemon's environment: " + strings.Join(v.MissingEnv, ", ")
+	}
+	return c
+}
+
+// runCheck runs one declared check, named as doctor lists it: the check's
+// own name when it is the package's or starts with <package>_ or
+// <package>-, else <package>_<check>.
+func (d *Daemon) runCheck(ctx context.Context, x *extension, name string) client.Check {
+	pkg := x.pkg.Name
+	shown := name
+	if name != pkg && !strings.HasPrefix(name, pkg+"_") && !strings.HasPrefix(name, pkg+"-") {
+		shown = pkg + "_" + name
+	}
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	var r protocol.CheckRunResult
+	err := x.session.Call(cctx, protocol.MethodCheckRun, protocol.CheckRunParams{Check: name}, &r)
+	switch {
+	case err != nil:
+		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: "extension_check_failed", Detail: err.Error()}
+	case r.Status == "":
+		if r.OK {
+			return client.Check{Name: shown, Status: protocol.CheckOK, Detail: r.Detail}
+		}
+		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: "extension_check_failed", Detail: r.Detail}
+	case r.Status == protocol.CheckOK || r.Status == protocol.CheckInfo || r.Status == protocol.CheckWarn || r.Status == protocol.CheckFail:
+		return client.Check{Name: shown, Status: r.Status, Code: r.Code, Detail: r.Detail}
+	default:
+		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: "extension_check_invalid", Detail: fmt.Sprintf("answered the unknown status %q", r.Status)}
+	}
+}

@@ -1,0 +1,234 @@
+package service
+
+import (
+	"context"
+	"slices"
+
+	"github.com/open-conduit/open-conduit/host/config"
+	"github.com/open-conduit/open-conduit/pebblekv"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// notFound is the one answer for a record outside the extension's scopes
+// and for one that does not exist, so a read is never an existence oracle.
+func (s *Service) notFound(what, id string) error {
+	return s.refuse(protocol.Errorf(protocol.ErrNotFound, "%s %q not found in %s's scopes", what, id, s.name))
+}
+
+func (s *Service) stateSequence(context.Context, struct{}) (protocol.StateSequenceResult, error) {
+	var seq uint64
+	err := s.deps.DB.View(func(r *pebblekv.Reader) error {
+		var err error
+		seq, err = r.LatestSequence()
+		return err
+	})
+	return protocol.StateSequenceResult{Sequence: seq}, err
+}
+
+func (s *Service) stateEvent(_ context.Context, p protocol.StateEventParams) (protocol.Event, error) {
+	var ev pebblekv.Event
+	var found bool
+	err := s.deps.DB.View(func(r *pebblekv.Reader) error {
+		var err error
+		ev, found, err = r.Event(p.ID)
+		return err
+	})
+	if err != nil {
+		return protocol.Event{}, err
+	}
+	if !found || !s.inScope(ev.Scope) {
+		return protocol.Event{}, s.notFound("event", p.ID)
+	}
+	return wireEvent(ev), nil
+}
+
+// stateEvents reads the extension's scopes from the store's scope index:
+// a page costs the extension's own Events, not the retained log.
+func (s *Service) stateEvents(_ context.Context, p protocol.StateEventsParams) (protocol.StateEventsResult, error) {
+	scopes := s.scopes()
+	if p.Scope != "" {
+		if !slices.Contains(scopes, p.Scope) {
+			return protocol.StateEventsResult{Events: []protocol.Event{}}, nil
+		}
+		scopes = []string{p.Scope}
+	}
+	return s.page(p.Limit, func(r *pebblekv.Reader, limit int) ([]pebblekv.Event, error) {
+		if len(scopes) == 0 {
+			return nil, nil
+		}
+		return r.ScopeEvents(scopes, p.After, limit)
+	})
+}
+
+// stateWorkEvents reads one Work's Events from the Work index, filtered by
+// the extension's scopes; a Work outside them reads as an empty page. It
+// reads on past Events of other scopes, so a page comes back short only at
+// the end of the Work's Events.
+func (s *Service) stateWorkEvents(_ context.Context, p protocol.StateWorkEventsParams) (protocol.StateEventsResult, error) {
+	scopes := s.scopes()
+	return s.page(p.Limit, func(r *pebblekv.Reader, limit int) ([]pebblekv.Event, error) {
+		var out []pebblekv.Event
+		after := p.After
+		for len(out) < limit {
+			es, err := r.WorkEvents(p.ID, after, limit)
+			if err != nil || len(es) == 0 {
+				return out, err
+			}
+			after = es[len(es)-1].Seq
+			for _, e := range es {
+				if slices.Contains(scopes, e.Scope) && len(out) < limit {
+					out = append(out, e)
+				}
+			}
+			if len(es) < limit {
+				return out, nil
+			}
+		}
+		return out, nil
+	})
+}
+
+func (s *Service) page(limit int, read func(r *pebblekv.Reader, limit int) ([]pebblekv.Event, error)) (protocol.StateEventsResult, error) {
+	if limit <= 0 || limit > protocol.StateEventsMax {
+		limit = protocol.StateEventsMax
+	}
+	var es []pebblekv.Event
+	err := s.deps.DB.View(func(r *pebblekv.Reader) error {
+		var err error
+		es, err = read(r, limit)
+		return err
+	})
+	if err != nil {
+		return protocol.StateEventsResult{}, err
+	}
+	res := protocol.StateEventsResult{Events: wireEvents(es)}
+	if len(es) > 0 {
+		res.Next = es[len(es)-1].Seq
+	}
+	return res, nil
+}
+
+func (s *Service) stateScopes(context.Context, struct{}) (protocol.StateScopesResult, error) {
+	g := s.deps.Generation()
+	res := protocol.StateScopesResult{Scopes: []protocol.ScopeView{}}
+	for _, id := range s.scopes() {
+		if sc, ok := g.Config.Scope(id); ok {
+			res.Scopes = append(res.Scopes, s.view(sc))
+		}
+	}
+	return res, nil
+}
+
+func (s *Service) stateScope(_ context.Context, p protocol.StateScopeParams) (protocol.ScopeView, error) {
+	if !s.inScope(p.ID) {
+		return protocol.ScopeView{}, s.notFound("scope", p.ID)
+	}
+	sc, ok := s.deps.Generation().Config.Scope(p.ID)
+	if !ok {
+		return protocol.ScopeView{}, s.notFound("scope", p.ID)
+	}
+	return s.view(sc), nil
+}
+
+// view is a scope as the extension may see it: its own entries (with their
+// config), every route and binding (without theirs), and never a secret
+// reference.
+func (s *Service) view(sc *config.Scope) protocol.ScopeView {
+	v := protocol.ScopeView{ID: sc.ID, Disabled: sc.Disabled}
+	own := map[string]bool{}
+	for _, e := range s.m.Provides.Extensions {
+		own[e.Type] = true
+	}
+	for _, e := range sc.Entries {
+		if own[e.Type] {
+			v.Entries = append(v.Entries, protocol.Entry{Scope: sc.ID, Type: e.Type, Name: e.Name, Config: e.Config, Connection: e.Connection})
+		}
+	}
+	for _, r := range sc.Routes {
+		v.Routes = append(v.Routes, protocol.RouteView{Handler: r.Handler, Binding: r.Binding})
+	}
+	for _, b := range sc.Bindings {
+		v.Bindings = append(v.Bindings, protocol.BindingView{Name: b.Name, Executor: b.Executor, Toolbelt: b.Toolbelt, Operations: b.Operations, Connection: b.Connection})
+	}
+	return v
+}
+
+// eventAccept only derives: a root Event comes from ingress or a kv.commit
+// emission. The Event's records commit with it, only when it is new.
+func (s *Service) eventAccept(_ context.Context, p protocol.EventAcceptParams) (protocol.EventAcceptResult, error) {
+	if p.Parent == "" {
+		return protocol.EventAcceptResult{}, s.refuse(protocol.Errorf(protocol.ErrInvalid,
+			"event.accept only derives: name a parent Event; a root Event comes from ingress or a kv.commit emission"))
+	}
+	if p.DeliveryID == "" {
+		return protocol.EventAcceptResult{}, s.refuse(protocol.Errorf(protocol.ErrInvalid, "event.accept: delivery_id is required"))
+	}
+	if err := s.checkEmission(p.Scope, p.Source, p.Type, p.Payload.Schema); err != nil {
+		return protocol.EventAcceptResult{}, err
+	}
+	var res protocol.EventAcceptResult
+	err := s.deps.DB.Update(func(tx *pebblekv.Tx) error {
+		ev, added, err := tx.Accept(pebblekv.EventInput{
+			Scope: p.Scope, Source: p.Source, Type: p.Type, DeliveryID: p.DeliveryID,
+			Parent: p.Parent, Payload: p.Payload, Time: s.deps.Now(),
+		}, s.deps.Limits)
+		if err != nil {
+			return err
+		}
+		res = protocol.EventAcceptResult{Event: wireEvent(ev), Added: added}
+		if added && p.Records != nil {
+			if len(p.Records.Emissions) > 0 {
+				return protocol.Errorf(protocol.ErrInvalid, "event.accept records carry KV writes only, not emissions")
+			}
+			if _, err := tx.CommitKV(s.name, *p.Records, s.deps.Limits); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return protocol.EventAcceptResult{}, s.refuse(err)
+	}
+	if res.Added {
+		s.nudge()
+	}
+	return res, nil
+}
+
+// secretResolve answers only what the extension's entries select in a
+// configured scope, or a connection they (or the scope's bindings) name, of
+// one of its declared types, granted by the scope.
+func (s *Service) secretResolve(_ context.Context, p protocol.SecretResolveParams) (protocol.SecretResolveResult, error) {
+	g := s.deps.Generation()
+	if !s.inScope(p.Scope) {
+		return protocol.SecretResolveResult{}, s.refuse(protocol.Errorf(protocol.ErrUnauthorized,
+			"scope %q does not use %s, so it resolves no secrets there", p.Scope, s.name))
+	}
+	refs, err := config.SecretNames(g.Config, p.Scope, s.m, p.Connection)
+	if err != nil {
+		return protocol.SecretResolveResult{}, s.refuse(err)
+	}
+	names := p.Names
+	if len(names) == 0 {
+		for n := range refs {
+			names = append(names, n)
+		}
+	}
+	res := protocol.SecretResolveResult{Secrets: map[string]string{}}
+	for _, n := range names {
+		ref, ok := refs[n]
+		if !ok {
+			return protocol.SecretResolveResult{}, s.refuse(protocol.Errorf(protocol.ErrUnauthorized,
+				"secret %q is not selected by %s's entries in scope %q", n, s.name, p.Scope))
+		}
+		v, err := config.Resolve(ref, g.Dir)
+		if err != nil {
+			// The reference's kind and target are the operator's to see,
+			// in the daemon log; the extension learns only that it failed.
+			s.deps.Logger.Warn("secret unresolved", "extension", s.name, "scope", p.Scope, "secret", n, "err", err)
+			return protocol.SecretResolveResult{}, protocol.Errorf(protocol.ErrNotFound, "secret %q could not be resolved; the daemon log says why", n)
+		}
+		res.Secrets[n] = v
+	}
+	return res, nil
+}

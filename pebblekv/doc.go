@@ -1,0 +1,55 @@
+// Package pebblekv is the daemon's one durable store: extension KV, the
+// event log with its indexes, the core model's records and the reserved
+// core.extensions namespace, all in one Pebble database.
+//
+// One logical transaction is one Pebble indexed batch. [DB.Update] runs a
+// function against a [Tx] that reads its own writes and commits the batch
+// synced when the function returns nil; [DB.View] reads a consistent
+// snapshot. Writers are serialized by a mutex in the DB (a Pebble batch
+// detects no conflicts), so every read-check-write inside one Update sees
+// every earlier commit and no concurrent one.
+//
+// # Key layout
+//
+// Every key starts with one byte naming its family; no family's byte is a
+// prefix of another's, so no key of one family can fall inside another's
+// range. Strings an extension chooses (namespaces, kinds, scopes, Work IDs,
+// roots) are written as uvarint(len) followed by the bytes, so the next field
+// can never be mistaken for part of the string, whatever bytes it holds. seq
+// is the event sequence as 8 bytes big-endian, so byte order is numeric
+// order. The last field of a key may be raw: nothing follows it.
+//
+//	prefix  key                                      value
+//	'k'     'k' len(ns) ns key                       the value's bytes (extension KV)
+//	'e'     'e' seq                                  Event, JSON (the log)
+//	'i'     'i' event-id                             seq (event ID index; dedupe by source and delivery)
+//	's'     's' len(scope) scope seq                 empty (scope index; scope "" is "no scope")
+//	'w'     'w' len(work) work seq                   empty (Work index)
+//	'c'     'c' len(root) root minute                count, 8 bytes big-endian (derived Events per chain per minute)
+//	'r'     'r' len(kind) kind id                    record, JSON (work, wait, timer, execution, opresult)
+//	'm'     'm' "format"                             store layout version, decimal
+//	'm'     'm' "seq"                                latest sequence, 8 bytes big-endian
+//	'm'     'm' "kvlayout" 0x00 extension            extension's KV layout version, decimal (core.extensions)
+//
+// An event's ID is protocol.EmittedEventID(source, delivery_id), so the ID
+// index is also the (source, delivery_id) dedupe index. minute is the Unix
+// minute of the derived Event's time, sign-flipped 8 bytes big-endian.
+//
+// The reserved core.extensions namespace is a name, not a KV namespace: its
+// records live under 'm', which no extension KV key can reach, so an extension
+// named core addressing core.extensions reads and writes its own 'k' keys and
+// never the layout versions.
+//
+// # Durability
+//
+// Update and CommitKV return only after the batch is synced to the WAL
+// (pebble.Sync), unless [Options.NoSync] is set, which only benchmarks do.
+// A batch applies entirely or not at all, including after a crash.
+//
+// # Ownership
+//
+// Every byte slice a Reader returns is the caller's own copy, except the raw
+// record ListRecords hands its callback, which is valid only during that call.
+// A Tx and the Reader inside it are valid only during the function passed to
+// Update or View, and neither is safe for concurrent use.
+package pebblekv

@@ -1,0 +1,6 @@
+//go:build !race
+
+package pebblekv
+
+// raceEnabled says the race detector is on.
+const raceEnabled = false
