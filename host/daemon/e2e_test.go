@@ -427,3 +427,40 @@ func TestDurabilityAfterKill9(t *testing.T) {
 	}
 	t.Logf("%d iterations, %d losses", iterations, losses)
 }
+
+// TestConfigApplyReconfiguresWithoutRestart applies a config with a new
+// scope: the probe is configured again (it now reads the new scope), keeps
+// its pid, and a config with errors changes nothing.
+func TestConfigApplyReconfiguresWithoutRestart(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	pid := e.extension(probe.Name).PID
+	if a := e.hostCall("", "state.scope", protocol.StateScopeParams{ID: "gamma"}); a.Code != protocol.CodeNotFound {
+		t.Fatalf("before apply: %+v", a)
+	}
+	next := strings.Replace(testConfig, `"scopes": [`, `"scopes": [
+    {"id": "gamma", "entries": [{"name": "p2", "type": "probe"}]},`, 1)
+	bad := strings.Replace(next, `"type": "probe"}]},`, `"type": "nope"}]},`, 1)
+	res, err := e.c.ApplyConfig(context.Background(), []byte(bad))
+	if err != nil || res.Applied || len(res.Problems) == 0 || res.Problems[0].Path != "/scopes/0/entries/0/type" {
+		t.Fatalf("a bad config: %+v %v", res, err)
+	}
+	st, _ := e.c.Status(context.Background())
+	res, err = e.c.ApplyConfig(context.Background(), []byte(next))
+	if err != nil || !res.Applied || res.Generation != st.Generation+1 || len(res.Refused) != 0 {
+		t.Fatalf("apply: %+v %v", res, err)
+	}
+	if a := e.hostCall("", "state.scope", protocol.StateScopeParams{ID: "gamma"}); a.Code != "" || !strings.Contains(string(a.Result), `"p2"`) {
+		t.Fatalf("after apply: %+v", a)
+	}
+	if got := e.extension(probe.Name); got.PID != pid || got.Restarts != 0 {
+		t.Fatalf("the probe was restarted: %+v (pid was %d)", got, pid)
+	}
+	log, err := e.c.Logs(context.Background(), probe.Name, 20)
+	if err != nil || len(log.Lines) == 0 || !strings.Contains(strings.Join(log.Lines, "\n"), "started") {
+		t.Fatalf("logs: %+v %v", log, err)
+	}
+	if _, err := e.c.Logs(context.Background(), "nobody", 5); err == nil {
+		t.Fatal("logs of an unknown extension")
+	}
+}
