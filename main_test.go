@@ -57,4 +57,19 @@ func TestBinaryEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(log), "extension-run hello") {
 		t.Fatalf("the extension's log: %v\n%s", err, log)
 	}
+
+	// config check starts hello for validate alone: a config it refuses is
+	// an error at the object's path; one it accepts passes.
+	cfgDir := t.TempDir()
+	bad := filepath.Join(cfgDir, "bad.json")
+	os.WriteFile(bad, []byte(`{"scopes":[{"id":"demo","entries":[{"name":"h","type":"hello","config":{"greting":"hi"}}]}]}`), 0o644)
+	out, err = exec.Command(bin, "config", "check", "--config", bad).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "/scopes/0/entries/0/config") || !strings.Contains(string(out), "invalid_config") {
+		t.Fatalf("config check of a config hello refuses: %v\n%s", err, out)
+	}
+	good := filepath.Join(cfgDir, "good.json")
+	os.WriteFile(good, []byte(`{"scopes":[{"id":"demo","entries":[{"name":"h","type":"hello","config":{"greeting":"hi"}}]}]}`), 0o644)
+	if out, err := exec.Command(bin, "config", "check", "--config", good).CombinedOutput(); err != nil {
+		t.Fatalf("config check of a good config: %v\n%s", err, out)
+	}
 }

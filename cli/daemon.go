@@ -20,6 +20,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/daemon"
 	"github.com/open-conduit/open-conduit/host/discover"
+	"github.com/open-conduit/open-conduit/host/validate"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -307,8 +308,10 @@ func configCommand() *command {
 		name:  "check",
 		short: "validate a config file offline",
 		long: "Validate the config file offline against the packages discovery finds (installed\n" +
-			"beside it, bundled, served by this binary). Every problem is printed with the\n" +
-			"JSON path it is at. Exits 1 on any error; warnings do not fail.",
+			"beside it, bundled, served by this binary): the format's rules first, then each\n" +
+			"package the config uses is started, for validate alone, to check the entries and\n" +
+			"connections of its types. Every problem is printed with the JSON path it is at.\n" +
+			"Exits 1 on any error; warnings do not fail.",
 		flags: func(fs *pflag.FlagSet) { w.configFlag(fs); w.jsonFlag(fs) },
 		run: func(r *runner, _ []string) error {
 			file := w.file()
@@ -324,8 +327,11 @@ func configCommand() *command {
 			var ps config.Problems
 			if cfg, err := config.Parse(data); err != nil {
 				ps, _ = err.(config.Problems)
-			} else {
-				ps = config.Check(cfg, ms)
+			} else if ps = config.Check(cfg, ms); len(ps.Errors()) == 0 {
+				// The packages check their own objects: each one the
+				// config uses is started for validate alone.
+				ps = append(ps, validate.Offline(r.ctx, cfg, pkgs, validate.OfflineOptions{})...)
+				ps.Sort()
 			}
 			res := client.Validation{OK: len(ps.Errors()) == 0}
 			for _, p := range ps {

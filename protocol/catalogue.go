@@ -248,6 +248,7 @@ const (
 	MethodArtifactCommit = "artifact.commit"
 	MethodArtifactAbort  = "artifact.abort"
 	MethodTaskRun        = "task.run"
+	MethodValidate       = "validate"
 	MethodCheckRun       = "check.run"
 )
 
@@ -260,7 +261,7 @@ var catalogue = []Method{
 	served(Method{Name: MethodCancel, Direction: Both, Surface: SurfaceAlways, Summary: "cancel an in-flight request by id (notification)", Users: usersAll}),
 
 	// Config validation.
-	h2e("validate", SurfaceConfigTypes, "check a config object of a declared type; answers describe lines, modes, warnings", usersAll...),
+	served(h2e(MethodValidate, SurfaceConfigTypes, "check a config object of a declared type; refusals say what to change, warnings too", usersAll...)),
 
 	// Ingress.
 	h2e("webhook.handle", SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...),

@@ -361,3 +361,32 @@ type ArtifactCommitResult struct {
 type ArtifactAbortParams struct {
 	Artifact string `json:"artifact_id"`
 }
+
+// Validation kinds: what a validate call checks.
+const (
+	ValidateConnection = "connection"
+	ValidateExtension  = "extension"
+	ValidateRoute      = "route"
+	ValidateExecutor   = "executor"
+	ValidateResource   = "resource"
+	ValidateBinding    = "binding"
+)
+
+// ValidateParams asks a package to check one config object of one of its
+// declared types. It carries no secret values and no reference text.
+type ValidateParams struct {
+	Kind   string         `json:"kind"`
+	Type   string         `json:"type"`
+	Config jsontext.Value `json:"config,omitzero"`
+	// Scope is the scope the object is in ("" for a connection).
+	Scope string `json:"scope_id,omitempty"`
+	// Name is the object's name (an entry's, a connection's).
+	Name string `json:"name,omitempty"`
+}
+
+// ValidateResult accepts the object; a refusal is an error (invalid, with
+// a message that says what to change). Warnings are fixed sentences about a
+// valid config that should change.
+type ValidateResult struct {
+	Warnings []string `json:"warnings,omitempty"`
+}

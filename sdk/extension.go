@@ -22,6 +22,11 @@ type Extension struct {
 	// on every config apply. It answers the ingress sources and webhook paths
 	// the extension registers. Nil answers none.
 	Configure func(ctx context.Context, h *Host, p protocol.ConfigureParams) (protocol.ConfigureResult, error)
+	// Validate checks one config object of a declared type (an entry, a
+	// connection …) before the daemon applies a configuration; return
+	// protocol.Errorf(protocol.ErrInvalid, …) saying what to change. Nil
+	// accepts every object.
+	Validate func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error)
 	// Migrate upgrades the extension's KV layout from version from to to,
 	// before Configure, with ordinary kv.commit batches. It must be
 	// idempotent: a crash mid-migration runs it again.

@@ -103,6 +103,9 @@ func (s *server) table() *jsonrpc.Table {
 	if len(s.x.operations) > 0 {
 		handle(s, t, protocol.MethodOperationCall, s.operationCall)
 	}
+	if s.x.Validate != nil {
+		handle(s, t, protocol.MethodValidate, s.x.Validate)
+	}
 	if len(s.x.tasks) > 0 {
 		handle(s, t, protocol.MethodTaskRun, s.taskRun)
 	}

@@ -50,8 +50,9 @@ type Greeting struct {
 
 // Beat is a heartbeat Event's data.
 type Beat struct {
-	Entry string `json:"entry"`
-	Beat  int    `json:"beat"`
+	Entry    string `json:"entry"`
+	Beat     int    `json:"beat"`
+	Greeting string `json:"greeting"`
 }
 
 // entries are the hello entries of the current configuration.
@@ -87,11 +88,34 @@ func Extension() *sdk.Extension {
 			sdk.Guidance("Call `hello.greet` with a name; the answer says how many times that name was greeted.")).
 		Task("hello-heartbeat", HeartbeatEvery, func(ctx context.Context, h *sdk.Host) error { return heartbeat(ctx, h, es.get()) }).
 		Check("hello-kv", kvCheck)
+	x.Validate = validate
 	x.Configure = func(_ context.Context, _ *sdk.Host, p protocol.ConfigureParams) (protocol.ConfigureResult, error) {
 		es.set(p.Entries)
 		return protocol.ConfigureResult{}, nil
 	}
 	return x
+}
+
+// EntryConfig is a hello entry's config.
+type EntryConfig struct {
+	// Greeting is the heartbeat's greeting (default "Hello").
+	Greeting string `json:"greeting,omitempty"`
+}
+
+// validate checks a hello entry: only the fields EntryConfig has.
+func validate(_ context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
+	if p.Kind != protocol.ValidateExtension || p.Type != Name {
+		return protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid, "hello checks only its %q entries", Name)
+	}
+	if len(p.Config) == 0 {
+		return protocol.ValidateResult{}, nil
+	}
+	var c EntryConfig
+	if err := json.Unmarshal(p.Config, &c, json.RejectUnknownMembers(true)); err != nil {
+		return protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid,
+			"a hello entry's config takes only \"greeting\" (a string)")
+	}
+	return protocol.ValidateResult{}, nil
 }
 
 func greet(ctx context.Context, a protocol.Authority, in GreetInput) (Greeting, error) {
@@ -137,7 +161,12 @@ func heartbeat(ctx context.Context, h *sdk.Host, es []protocol.Entry) error {
 		}
 		n, _ := strconv.Atoi(string(cur.Value))
 		n++
-		data, _ := json.Marshal(Beat{Entry: e.Name, Beat: n})
+		var c EntryConfig
+		_ = json.Unmarshal(e.Config, &c)
+		if c.Greeting == "" {
+			c.Greeting = "Hello"
+		}
+		data, _ := json.Marshal(Beat{Entry: e.Name, Beat: n, Greeting: c.Greeting})
 		b := sdk.NewBatch()
 		if cur.Found {
 			b.Check(Name+".beats", key, cur.Version)

@@ -306,7 +306,7 @@ func (d *Daemon) apiValidate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ps := d.Validate(data)
+	ps := d.Validate(r.Context(), data)
 	writeJSON(w, http.StatusOK, client.Validation{OK: len(ps.Errors()) == 0, Problems: problems(ps)})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/service"
+	"github.com/open-conduit/open-conduit/host/validate"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -126,7 +127,7 @@ func (d *Daemon) Apply(ctx context.Context, data []byte) (ApplyResult, error) {
 		return ApplyResult{Problems: asProblems(err)}, nil
 	}
 	ms := d.manifests()
-	if problems := config.Check(cfg, ms); len(problems.Errors()) > 0 {
+	if problems := d.check(ctx, cfg, ms); len(problems.Errors()) > 0 {
 		return ApplyResult{Problems: problems}, nil
 	}
 	if err := d.adopt(cfg, data, ms); err != nil {
@@ -147,12 +148,34 @@ func (d *Daemon) Apply(ctx context.Context, data []byte) (ApplyResult, error) {
 
 // Validate checks a config against the running packages without applying
 // it.
-func (d *Daemon) Validate(data []byte) config.Problems {
+func (d *Daemon) Validate(ctx context.Context, data []byte) config.Problems {
 	cfg, err := config.Parse(data)
 	if err != nil {
 		return asProblems(err)
 	}
-	return config.Check(cfg, d.manifests())
+	return d.check(ctx, cfg, d.manifests())
+}
+
+// check runs the offline rules, then asks each running package to check
+// the objects of its own types.
+func (d *Daemon) check(ctx context.Context, cfg *config.Config, ms []*protocol.Manifest) config.Problems {
+	ps := config.Check(cfg, ms)
+	if len(ps.Errors()) > 0 {
+		return ps
+	}
+	for _, x := range d.extensions() {
+		if x.session == nil || !x.pkg.Manifest.Enabled(protocol.MethodValidate) {
+			continue
+		}
+		s := x.session
+		ps = append(ps, validate.With(ctx, x.pkg.Name, func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
+			var r protocol.ValidateResult
+			err := s.Call(ctx, protocol.MethodValidate, p, &r)
+			return r, err
+		}, validate.Objects(cfg, x.pkg.Manifest))...)
+	}
+	ps.Sort()
+	return ps
 }
 
 func asProblems(err error) config.Problems {

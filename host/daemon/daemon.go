@@ -118,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			d.release()
 		}
 	}()
-	db, err := pebblekv.Open(opts.Dirs.Store(), &pebblekv.Options{Logger: opts.Logger.With("component", "pebble")})
+	db, err := pebblekv.Open(opts.Dirs.Store(), &pebblekv.Options{Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", opts.Dirs.Store(), err)
 	}

@@ -445,6 +445,13 @@ func TestConfigApplyReconfiguresWithoutRestart(t *testing.T) {
 	if err != nil || res.Applied || len(res.Problems) == 0 || res.Problems[0].Path != "/scopes/0/entries/0/type" {
 		t.Fatalf("a bad config: %+v %v", res, err)
 	}
+	// hello, running, checks its own entries: a config it refuses is not
+	// applied either.
+	refused := strings.Replace(next, `{"name": "h1", "type": "hello"}`, `{"name": "h1", "type": "hello", "config": {"colour": "red"}}`, 1)
+	res, err = e.c.ApplyConfig(context.Background(), []byte(refused))
+	if err != nil || res.Applied || len(res.Problems) != 1 || res.Problems[0].Path != "/scopes/2/entries/0/config" || res.Problems[0].Code != "invalid_config" {
+		t.Fatalf("a config hello refuses: %+v %v", res, err)
+	}
 	st, _ := e.c.Status(context.Background())
 	res, err = e.c.ApplyConfig(context.Background(), []byte(next))
 	if err != nil || !res.Applied || res.Generation != st.Generation+1 || len(res.Refused) != 0 {

@@ -1,0 +1,78 @@
+package validate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/host/config"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+func objects() []Object {
+	return []Object{{Path: "/scopes/0/entries/0/config", Params: protocol.ValidateParams{Kind: "extension", Type: "acme"}}}
+}
+
+func TestWithMapsAnswersToProblems(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		answer   protocol.ValidateResult
+		err      error
+		code     string
+		severity string
+	}{
+		{"accepted", protocol.ValidateResult{}, nil, "", ""},
+		{"refused", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid, "set url to an https URL"), CodeInvalidConfig, config.Error},
+		{"warned", protocol.ValidateResult{Warnings: []string{"retries is ignored"}}, nil, CodeConfigWarning, config.Warning},
+		{"crashed", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrTransport, "broke"), CodeExtensionUnavailable, config.Error},
+		{"does not validate", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrMethodNotFound, "no"), "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := With(ctx, "acme", func(context.Context, protocol.ValidateParams) (protocol.ValidateResult, error) {
+				return tc.answer, tc.err
+			}, objects())
+			if tc.code == "" {
+				if len(ps) != 0 {
+					t.Fatalf("problems %v", ps)
+				}
+				return
+			}
+			if len(ps) != 1 || ps[0].Code != tc.code || ps[0].Severity != tc.severity || ps[0].Path != "/scopes/0/entries/0/config" {
+				t.Fatalf("problems %v", ps)
+			}
+		})
+	}
+}
+
+func TestRefusalsAreOneClippedLine(t *testing.T) {
+	long := strings.Repeat("x", 1000) + "\nsecond line"
+	ps := With(context.Background(), "acme", func(context.Context, protocol.ValidateParams) (protocol.ValidateResult, error) {
+		return protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid, "%s", long)
+	}, objects())
+	if len(ps) != 1 || strings.Contains(ps[0].Message, "second line") || len(ps[0].Message) > maxMessage+100 {
+		t.Fatalf("message %q", ps[0].Message)
+	}
+}
+
+func TestObjectsAreThePackagesOwn(t *testing.T) {
+	m := &protocol.Manifest{Name: "acme", Provides: protocol.Provides{
+		Extensions:  []protocol.ExtensionType{{Type: "acme"}},
+		Connections: []protocol.ConnectionType{{Type: "acme-api"}},
+	}}
+	cfg := &config.Config{
+		Scopes: []config.Scope{{ID: "s", Entries: []config.Entry{
+			{Name: "a", Type: "acme", Config: jsontext.Value(`{"k":1}`)},
+			{Name: "b", Type: "other"},
+		}}},
+		Connections: []config.Connection{{Name: "c", Type: "acme-api"}, {Name: "d", Type: "other-api"}},
+	}
+	objs := Objects(cfg, m)
+	if len(objs) != 2 || objs[0].Path != "/scopes/0/entries/0/config" || objs[0].Params.Scope != "s" ||
+		objs[1].Path != "/connections/0/config" || objs[1].Params.Kind != protocol.ValidateConnection {
+		t.Fatalf("objects %+v", objs)
+	}
+}
