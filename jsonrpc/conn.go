@@ -454,5 +454,3 @@ func (c *Conn) Inflight() int { return int(c.inflight.Load()) }
 
 // Peer names the other side.
 func (c *Conn) Peer() string { return c.opts.Peer }
-
-func (c *Conn) peerName() string { return c.opts.Peer }

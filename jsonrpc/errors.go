@@ -89,7 +89,7 @@ func (c *Conn) transportError(method string, err error) error {
 			}
 		}
 	}
-	return protocol.Errorf(protocol.ErrTransport, "%s: connection to %s broke: %s", method, c.peerName(), reason)
+	return protocol.Errorf(protocol.ErrTransport, "%s: connection to %s broke: %s", method, c.Peer(), reason)
 }
 
 // describe says in words what a transport error means.

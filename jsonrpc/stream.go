@@ -52,7 +52,6 @@ type guard struct {
 	mu      sync.Mutex
 	readErr error  // the first read error, kept for the close reason
 	badLine []byte // the start of the last line that did not open with { or [
-	lines   int64
 
 	// Write side: serialized by the framer's own write mutex.
 	scratch []byte
@@ -120,9 +119,6 @@ func (g *guard) account(b []byte) error {
 		g.sinceNL = 0
 		g.atLineEnd = true
 		b = b[i+1:]
-		g.mu.Lock()
-		g.lines++
-		g.mu.Unlock()
 	}
 	return nil
 }

@@ -210,8 +210,9 @@ func isDotted(s string) bool {
 // isOneLine reports whether s holds no line break.
 func isOneLine(s string) bool { return !strings.ContainsAny(s, "\r\n") }
 
-// ptr builds a JSON pointer from member names and indexes.
-func ptr(parts ...any) string {
+// Pointer builds a JSON pointer (RFC 6901) from member names and indexes,
+// the paths problems are reported at.
+func Pointer(parts ...any) string {
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteByte('/')
@@ -224,6 +225,8 @@ func ptr(parts ...any) string {
 	}
 	return b.String()
 }
+
+func ptr(parts ...any) string { return Pointer(parts...) }
 
 // manifestChecker accumulates problems while walking one manifest.
 type manifestChecker struct {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,8 +77,6 @@ type server struct {
 
 	initialized atomic.Bool
 	shutting    atomic.Bool
-	mu          sync.Mutex
-	init        protocol.InitializeParams
 }
 
 // gate refuses everything before initialize and after shutdown.
@@ -133,9 +130,6 @@ func (s *server) initialize(_ context.Context, p protocol.InitializeParams) (pro
 	if err != nil {
 		return protocol.InitializeResult{}, err
 	}
-	s.mu.Lock()
-	s.init = p
-	s.mu.Unlock()
 	s.host.setStateDir(p.StateDir)
 	s.initialized.Store(true)
 	return protocol.InitializeResult{ProtocolVersion: v, Manifest: *s.x.Manifest}, nil

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -151,20 +150,8 @@ func (k *checker) err(path, code, format string, args ...any) {
 	k.add(path, code, Error, format, args...)
 }
 
-// ptr builds a JSON pointer (RFC 6901) from member names and indexes.
-func ptr(parts ...any) string {
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteByte('/')
-		switch v := p.(type) {
-		case int:
-			b.WriteString(strconv.Itoa(v))
-		case string:
-			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "~", "~0"), "/", "~1"))
-		}
-	}
-	return b.String()
-}
+// ptr builds a JSON pointer from member names and indexes.
+func ptr(parts ...any) string { return protocol.Pointer(parts...) }
 
 // connectionNames are the config's connections, by name.
 func (k *checker) connectionNames() map[string]*Connection {

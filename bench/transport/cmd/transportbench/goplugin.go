@@ -141,40 +141,20 @@ func (r *pluginRunner) round(f figures) error {
 	}
 	f.add("version_refusal_ms", ms(time.Since(t)))
 
-	lat := make([]time.Duration, 0, r.cfg.echoes)
-	for i := 0; i < r.cfg.echoes; i++ {
-		t := time.Now()
+	doEcho := func() error {
 		out, err := s.call(ctx, "Echo", echo)
 		var got workload.Echo
-		if err != nil || json.Unmarshal(out, &got) != nil || got.Text != echo.Text {
-			return fmt.Errorf("echo: %v", err)
+		if err == nil && (json.Unmarshal(out, &got) != nil || got.Text != echo.Text) {
+			err = fmt.Errorf("answered %q", out)
 		}
-		lat = append(lat, time.Since(t))
-	}
-	f.add("echo_p50_us", percentile(lat, 0.5))
-	f.add("echo_p99_us", percentile(lat, 0.99))
-
-	var wg sync.WaitGroup
-	errs := make(chan error, r.cfg.concurrent)
-	t = time.Now()
-	for w := 0; w < r.cfg.concurrent; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < r.cfg.perWorker; i++ {
-				if _, err := s.call(ctx, "Echo", echo); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
 		return err
 	}
-	f.add("concurrent_calls_per_s", float64(r.cfg.concurrent*r.cfg.perWorker)/time.Since(t).Seconds())
+	if err := sequential(f, r.cfg.echoes, doEcho); err != nil {
+		return err
+	}
+	if err := concurrent(f, r.cfg.concurrent, r.cfg.perWorker, doEcho); err != nil {
+		return err
+	}
 
 	out, err := s.callBroker(ctx, "Callbacks", workload.Callbacks{N: r.cfg.callbacks})
 	if err != nil {
@@ -206,24 +186,20 @@ func (r *pluginRunner) round(f figures) error {
 		host.mu.Unlock()
 	}
 
-	var seen []time.Duration
-	for i := 0; i < r.cfg.cancels; i++ {
-		key := fmt.Sprintf("cancel-%d", i)
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { _, err := s.callBroker(cctx, "Wait", workload.Wait{Key: key}); done <- err }()
-		time.Sleep(2 * time.Millisecond)
-		t0 := time.Now()
-		cancel()
-		<-done
-		if err := waitPluginKey(host, key); err != nil {
-			return err
+	err = cancelSeen(f, r.cfg.cancels, func(ctx context.Context, key string) error {
+		_, err := s.callBroker(ctx, "Wait", workload.Wait{Key: key})
+		return err
+	}, func(key string) (time.Time, error) {
+		if err := awaitKey(host.notify, key); err != nil {
+			return time.Time{}, err
 		}
 		host.mu.Lock()
-		seen = append(seen, time.Unix(0, host.recorded[key]).Sub(t0))
-		host.mu.Unlock()
+		defer host.mu.Unlock()
+		return time.Unix(0, host.recorded[key]), nil
+	})
+	if err != nil {
+		return err
 	}
-	f.add("cancel_seen_us", percentile(seen, 0.5))
 
 	s.client.Kill()
 	for i := 0; i < r.cfg.crashes; i++ {
@@ -247,18 +223,4 @@ func (r *pluginRunner) round(f figures) error {
 		s.client.Kill()
 	}
 	return nil
-}
-
-func waitPluginKey(h *pluginHost, key string) error {
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case k := <-h.notify:
-			if k == key {
-				return nil
-			}
-		case <-timeout:
-			return fmt.Errorf("the plugin never recorded %s", key)
-		}
-	}
 }

@@ -164,41 +164,19 @@ func (r *oursRunner) round(f figures) error {
 	}
 	f.add("version_refusal_ms", ms(time.Since(t)))
 
-	// Sequential echoes.
-	lat := make([]time.Duration, 0, r.cfg.echoes)
-	for i := 0; i < r.cfg.echoes; i++ {
-		t := time.Now()
+	doEcho := func() error {
 		got, err := call[workload.Echo](ctx, s, "bench.echo", echo)
-		if err != nil || got.Text != echo.Text {
-			return fmt.Errorf("echo: %v", err)
+		if err == nil && got.Text != echo.Text {
+			err = fmt.Errorf("answered %q", got.Text)
 		}
-		lat = append(lat, time.Since(t))
+		return err
 	}
-	f.add("echo_p50_us", percentile(lat, 0.5))
-	f.add("echo_p99_us", percentile(lat, 0.99))
-
-	// Concurrent echoes.
-	var wg sync.WaitGroup
-	errs := make(chan error, r.cfg.concurrent)
-	t = time.Now()
-	for w := 0; w < r.cfg.concurrent; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < r.cfg.perWorker; i++ {
-				if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	if err := sequential(f, r.cfg.echoes, doEcho); err != nil {
+		return err
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return fmt.Errorf("concurrent echo: %w", err)
+	if err := concurrent(f, r.cfg.concurrent, r.cfg.perWorker, doEcho); err != nil {
+		return err
 	}
-	f.add("concurrent_calls_per_s", float64(r.cfg.concurrent*r.cfg.perWorker)/time.Since(t).Seconds())
 
 	// Host callbacks, timed inside the extension.
 	cb, err := call[workload.CallbackTimes](ctx, s, "bench.callbacks", workload.Callbacks{N: r.cfg.callbacks})
@@ -221,24 +199,20 @@ func (r *oursRunner) round(f figures) error {
 	}
 
 	// Cancel seen by the extension.
-	var seen []time.Duration
-	for i := 0; i < r.cfg.cancels; i++ {
-		key := fmt.Sprintf("cancel-%d", i)
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { _, err := call[workload.Echo](cctx, s, "bench.wait", workload.Wait{Key: key}); done <- err }()
-		time.Sleep(2 * time.Millisecond) // let the call reach its handler
-		t0 := time.Now()
-		cancel()
-		<-done
-		if err := waitKey(host, key); err != nil {
-			return err
+	err = cancelSeen(f, r.cfg.cancels, func(ctx context.Context, key string) error {
+		_, err := call[workload.Echo](ctx, s, "bench.wait", workload.Wait{Key: key})
+		return err
+	}, func(key string) (time.Time, error) {
+		if err := awaitKey(host.notify, key); err != nil {
+			return time.Time{}, err
 		}
 		host.mu.Lock()
-		seen = append(seen, time.Unix(0, host.recorded[key]).Sub(t0))
-		host.mu.Unlock()
+		defer host.mu.Unlock()
+		return time.Unix(0, host.recorded[key]), nil
+	})
+	if err != nil {
+		return err
 	}
-	f.add("cancel_seen_us", percentile(seen, 0.5))
 
 	// Crash detected by the host, on a freshly started process, so the
 	// figure is the detection and not the teardown of the heap the
@@ -265,20 +239,6 @@ func (r *oursRunner) round(f figures) error {
 		s.Close(ctx)
 	}
 	return nil
-}
-
-func waitKey(h *benchHost, key string) error {
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case k := <-h.notify:
-			if k == key {
-				return nil
-			}
-		case <-timeout:
-			return fmt.Errorf("the extension never recorded %s", key)
-		}
-	}
 }
 
 func nanosP50(ns []int64) float64 {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The measurements every protocol transport shares; each transport gives
+// them its own way to make the call.
+
+// sequential times n echoes, one after another, and records p50 and p99.
+func sequential(f figures, n int, echo func() error) error {
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		if err := echo(); err != nil {
+			return fmt.Errorf("echo %d: %w", i, err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	f.add("echo_p50_us", percentile(lat, 0.5))
+	f.add("echo_p99_us", percentile(lat, 0.99))
+	return nil
+}
+
+// concurrent runs workers callers of per echoes each at once and records
+// calls per second.
+func concurrent(f figures, workers, per int, echo func() error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	t := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				if err := echo(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("concurrent echo: %w", err)
+	}
+	f.add("concurrent_calls_per_s", float64(workers*per)/time.Since(t).Seconds())
+	return nil
+}
+
+// cancelSeen starts a call that waits until cancelled, cancels it, and
+// records how long after the cancel the extension saw it (by the clock it
+// recorded under the key), n times.
+func cancelSeen(f figures, n int, wait func(ctx context.Context, key string) error, seen func(key string) (time.Time, error)) error {
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("cancel-%d", i)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- wait(ctx, key) }()
+		time.Sleep(2 * time.Millisecond) // let the call reach its handler
+		t0 := time.Now()
+		cancel()
+		<-done
+		at, err := seen(key)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, at.Sub(t0))
+	}
+	f.add("cancel_seen_us", percentile(lat, 0.5))
+	return nil
+}
+
+// awaitKey waits for the host to be told key.
+func awaitKey(notify <-chan string, key string) error {
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case k := <-notify:
+			if k == key {
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("the extension never recorded %s", key)
+		}
+	}
+}
