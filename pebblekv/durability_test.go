@@ -34,7 +34,7 @@ func TestDurabilityAfterKill9(t *testing.T) {
 		return
 	}
 	if runtime.GOOS == "windows" {
-		t.Skip("needs SIGKILL")
+		t.Skip("this test needs SIGKILL, which Windows lacks")
 	}
 	iterations := 100
 	if raceEnabled {

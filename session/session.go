@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -267,7 +268,7 @@ func (s *Session) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Name: s.name, State: s.state, Protocol: s.version, Restarts: s.restarts, MissingEnv: s.missing}
 	for _, g := range s.opts.PassEnv {
-		if !contains(s.missing, g) {
+		if !slices.Contains(s.missing, g) {
 			st.GrantedEnv = append(st.GrantedEnv, g)
 		}
 	}
@@ -279,15 +280,6 @@ func (s *Session) Status() Status {
 		st.LastError = s.lastErr.Error()
 	}
 	return st
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Changed returns a channel closed at the session's next state change.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -68,8 +69,7 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 	if err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
-	if !contains(intsToStrings(s.opts.Versions), fmt.Sprint(res.ProtocolVersion)) ||
-		!contains(intsToStrings(m.Protocol), fmt.Sprint(res.ProtocolVersion)) {
+	if !slices.Contains(s.opts.Versions, res.ProtocolVersion) || !slices.Contains(m.Protocol, res.ProtocolVersion) {
 		return 0, protocol.MethodInitialize, protocol.Errorf(protocol.ErrUnsupportedProtocolVersion,
 			"extension %s answered protocol version %d, which is not one both sides speak (host %v, manifest %v)",
 			s.name, res.ProtocolVersion, s.opts.Versions, m.Protocol)
@@ -83,14 +83,6 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 		return 0, protocol.MethodConfigure, err
 	}
 	return res.ProtocolVersion, "", nil
-}
-
-func intsToStrings(vs []int) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = fmt.Sprint(v)
-	}
-	return out
 }
 
 // configure sends the current generation and checks that what the
@@ -159,7 +151,7 @@ func (s *Session) handshakeError(p *process, phase string, err error) error {
 		b.WriteString(err.Error())
 	}
 	fmt.Fprintf(&b, " (command %q)", strings.Join(s.argv, " "))
-	if tail := p.tail(s.log); len(tail) > 0 {
+	if tail := s.log.Tail(); len(tail) > 0 {
 		b.WriteString(". Last lines of its stderr:\n    " + strings.Join(tail, "\n    ") + "\n")
 	} else {
 		b.WriteString(". It wrote nothing to stderr. ")
@@ -172,8 +164,6 @@ func (s *Session) handshakeError(p *process, phase string, err error) error {
 	b.WriteString(" writes only protocol messages to stdout and its logs to stderr")
 	return protocol.Errorf(protocol.ErrHandshakeFailed, "%s", b.String())
 }
-
-func (p *process) tail(l *stderrLog) []string { return l.Tail() }
 
 // supervise restarts the process after each crash, with backoff, until
 // Close or a deterministic refusal.
