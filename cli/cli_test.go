@@ -124,6 +124,13 @@ func TestConfigCheckPrintsEveryProblemWithItsPath(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"ok": true`) {
 		t.Fatalf("a good config: %d %s", code, out)
 	}
+	// hello, started for validate alone, refuses an entry it cannot use.
+	refused := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(refused, []byte(`{"scopes":[{"id":"demo","entries":[{"name":"h","type":"hello","config":{"greting":1}}]}]}`), 0o644)
+	code, out, _ = run("config", "check", "--config", refused)
+	if code != 1 || !strings.Contains(out, "/scopes/0/entries/0/config") || !strings.Contains(out, "invalid_config") {
+		t.Fatalf("a config hello refuses: %d %s", code, out)
+	}
 	code, _, errs = run("config", "check", "--config", filepath.Join(t.TempDir(), "missing.json"))
 	if code != 1 || !strings.Contains(errs, "--config") {
 		t.Fatalf("missing file: %d %s", code, errs)
