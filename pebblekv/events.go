@@ -436,3 +436,13 @@ func (h *seqHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return c
 }
+
+// Wire is the Event as the protocol carries it (state reads, event.accept
+// answers, the management API).
+func (e Event) Wire() protocol.Event {
+	return protocol.Event{
+		ID: e.ID, Sequence: e.Seq, Scope: e.Scope, Source: e.Source, Type: e.Type,
+		DeliveryID: e.DeliveryID, Parent: e.Parent, Root: e.Root, Depth: e.Depth,
+		Time: e.Time, Payload: e.Payload, Works: e.Works,
+	}
+}

@@ -202,8 +202,7 @@ func (d *Daemon) apiEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Events = make([]protocol.Event, len(es))
 		for i, e := range es {
-			res.Events[i] = protocol.Event{ID: e.ID, Sequence: e.Seq, Scope: e.Scope, Source: e.Source, Type: e.Type,
-				DeliveryID: e.DeliveryID, Parent: e.Parent, Root: e.Root, Depth: e.Depth, Time: e.Time, Payload: e.Payload, Works: e.Works}
+			res.Events[i] = e.Wire()
 		}
 		if len(es) > 0 {
 			res.Next = es[len(es)-1].Seq
@@ -323,9 +322,7 @@ func (d *Daemon) apiApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := client.Applied{Applied: res.Applied, Generation: res.Generation, Hash: res.Hash, Problems: problems(res.Problems)}
-	for _, rf := range res.Refused {
-		out.Refused = append(out.Refused, client.Refusal(rf))
-	}
+	out.Refused = res.Refused
 	// A refused config is an answer, not a failure of the API: applied is
 	// false and the problems say why.
 	writeJSON(w, http.StatusOK, out)

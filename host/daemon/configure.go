@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/service"
 	"github.com/open-conduit/open-conduit/host/validate"
@@ -140,7 +141,7 @@ func (d *Daemon) Apply(ctx context.Context, data []byte) (ApplyResult, error) {
 		}
 		if _, err := x.session.Reconfigure(ctx); err != nil {
 			d.logger.Error("configure after apply", "extension", x.pkg.Name, "err", err)
-			res.Refused = append(res.Refused, Refusal{Extension: x.pkg.Name, Code: protocol.CodeOf(err), Message: err.Error()})
+			res.Refused = append(res.Refused, client.Refusal{Extension: x.pkg.Name, Code: protocol.CodeOf(err), Message: err.Error()})
 		}
 	}
 	return res, nil
@@ -200,12 +201,5 @@ type ApplyResult struct {
 	Hash       string          `json:"hash,omitempty"`
 	Problems   config.Problems `json:"problems,omitempty"`
 	// Refused are the packages whose configure failed after the apply.
-	Refused []Refusal `json:"refused,omitempty"`
-}
-
-// Refusal is one package that refused a configuration.
-type Refusal struct {
-	Extension string `json:"extension"`
-	Code      string `json:"code"`
-	Message   string `json:"message"`
+	Refused []client.Refusal `json:"refused,omitempty"`
 }

@@ -199,19 +199,10 @@ func (s *Service) nudge() {
 	s.deps.Accepted(seq)
 }
 
-// wireEvent is an Event as the wire carries it.
-func wireEvent(e pebblekv.Event) protocol.Event {
-	return protocol.Event{
-		ID: e.ID, Sequence: e.Seq, Scope: e.Scope, Source: e.Source, Type: e.Type,
-		DeliveryID: e.DeliveryID, Parent: e.Parent, Root: e.Root, Depth: e.Depth,
-		Time: e.Time, Payload: e.Payload, Works: e.Works,
-	}
-}
-
 func wireEvents(es []pebblekv.Event) []protocol.Event {
 	out := make([]protocol.Event, len(es))
 	for i, e := range es {
-		out[i] = wireEvent(e)
+		out[i] = e.Wire()
 	}
 	return out
 }

@@ -39,7 +39,7 @@ func (s *Service) stateEvent(_ context.Context, p protocol.StateEventParams) (pr
 	if !found || !s.inScope(ev.Scope) {
 		return protocol.Event{}, s.notFound("event", p.ID)
 	}
-	return wireEvent(ev), nil
+	return ev.Wire(), nil
 }
 
 // stateEvents reads the extension's scopes from the store's scope index:
@@ -175,7 +175,7 @@ func (s *Service) eventAccept(_ context.Context, p protocol.EventAcceptParams) (
 		if err != nil {
 			return err
 		}
-		res = protocol.EventAcceptResult{Event: wireEvent(ev), Added: added}
+		res = protocol.EventAcceptResult{Event: ev.Wire(), Added: added}
 		if added && p.Records != nil {
 			if len(p.Records.Emissions) > 0 {
 				return protocol.Errorf(protocol.ErrInvalid, "event.accept records carry KV writes only, not emissions")
