@@ -29,9 +29,10 @@ type Client struct {
 	http   *http.Client
 }
 
-// New returns a client for the daemon whose state directory is stateDir.
+// New returns a client for the daemon whose state directory is stateDir
+// (resolve it with StateDir).
 func New(stateDir string) *Client {
-	socket := filepath.Join(stateDir, SocketName)
+	socket := SocketPath(stateDir)
 	return &Client{
 		socket: socket,
 		http: &http.Client{
@@ -97,9 +98,15 @@ func (c *Client) Extensions(ctx context.Context) (Extensions, error) {
 
 // EventsQuery pages the log.
 type EventsQuery struct {
+	// After is the cursor: Events with a greater sequence.
 	After uint64
+	// Limit bounds the page (the daemon caps it at 1000).
 	Limit int
+	// Scope keeps only one scope's Events.
 	Scope string
+	// Wait, when positive, makes an empty page wait up to this long for
+	// the next Event (a long poll, for following the log).
+	Wait time.Duration
 }
 
 // Events reads one page of the event log.
@@ -113,6 +120,9 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (Events, error) {
 	}
 	if q.Scope != "" {
 		v.Set("scope", q.Scope)
+	}
+	if q.Wait > 0 {
+		v.Set("wait", waitParam(q.Wait))
 	}
 	var e Events
 	return e, c.do(ctx, http.MethodGet, "/v1/events?"+v.Encode(), nil, &e)
@@ -135,6 +145,53 @@ func (c *Client) Logs(ctx context.Context, extension string, tail int) (Log, err
 	var l Log
 	path := "/v1/logs/" + url.PathEscape(extension) + "?tail=" + strconv.Itoa(tail)
 	return l, c.do(ctx, http.MethodGet, path, nil, &l)
+}
+
+// LogsAfter reads what an extension's log gained after offset (a Log's
+// Offset), waiting up to wait for it to grow; Reset says it started over.
+func (c *Client) LogsAfter(ctx context.Context, extension string, offset int64, wait time.Duration) (Log, error) {
+	var l Log
+	v := url.Values{}
+	v.Set("from", strconv.FormatInt(offset, 10))
+	if wait > 0 {
+		v.Set("wait", waitParam(wait))
+	}
+	return l, c.do(ctx, http.MethodGet, "/v1/logs/"+url.PathEscape(extension)+"?"+v.Encode(), nil, &l)
+}
+
+// waitParam renders a long poll's wait in whole seconds, at least one.
+func waitParam(d time.Duration) string {
+	return strconv.Itoa(max(1, int(d/time.Second)))
+}
+
+// Restart restarts one package: its process is stopped and started again,
+// nothing else is. The answer waits up to wait for the new handshake.
+func (c *Client) Restart(ctx context.Context, extension string, wait time.Duration) (RestartResult, error) {
+	body, err := json.Marshal(RestartRequest{WaitSeconds: int(wait / time.Second)})
+	if err != nil {
+		return RestartResult{}, err
+	}
+	var r RestartResult
+	return r, c.do(ctx, http.MethodPost, "/v1/extensions/"+url.PathEscape(extension)+"/restart", body, &r)
+}
+
+// Rescan discovers the packages again: new ones are started.
+func (c *Client) Rescan(ctx context.Context) (Rescan, error) {
+	var r Rescan
+	return r, c.do(ctx, http.MethodPost, "/v1/extensions/rescan", []byte("{}"), &r)
+}
+
+// Config reads the live generation's text.
+func (c *Client) Config(ctx context.Context) (ConfigView, error) {
+	var v ConfigView
+	return v, c.do(ctx, http.MethodGet, "/v1/config", nil, &v)
+}
+
+// ReloadConfig has the daemon read its own config file again and apply it,
+// as config apply would (SIGHUP does the same).
+func (c *Client) ReloadConfig(ctx context.Context) (Applied, error) {
+	var a Applied
+	return a, c.do(ctx, http.MethodPost, "/v1/config/reload", []byte("{}"), &a)
 }
 
 // Doctor runs the daemon's checks.

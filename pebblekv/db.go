@@ -309,9 +309,11 @@ func logLine(format string, args []any) string {
 	return strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")
 }
 
-// Infof implements pebble.Logger.
+// Infof implements pebble.Logger. Pebble's informational lines (WAL and
+// compaction chatter) are the daemon's debug level: an operator's log at the
+// default level shows only what needs a look.
 func (s slogLogger) Infof(format string, args ...any) {
-	s.l.Info(logLine(format, args), "component", "pebble")
+	s.l.Debug(logLine(format, args), "component", "pebble")
 }
 
 // Errorf implements pebble.Logger.

@@ -1,0 +1,75 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// StateEnv names the environment variable that picks the state directory
+// when no --state flag does.
+const StateEnv = "OPEN_CONDUIT_STATE"
+
+// ConfigFileName is the config file's name in the config directory.
+const ConfigFileName = "config.json"
+
+// StateDir resolves the daemon's state directory: flag when set, else
+// $OPEN_CONDUIT_STATE, else $XDG_STATE_HOME/open-conduit, else
+// ~/.local/state/open-conduit. The answer is absolute, so a daemon and its
+// packages never depend on the directory a command was started in.
+func StateDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = os.Getenv(StateEnv)
+	}
+	if dir == "" {
+		base, err := xdgDir("XDG_STATE_HOME", ".local", "state")
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(base, "open-conduit")
+	}
+	return absolute(dir, "state directory")
+}
+
+// ConfigFile resolves the operator's config file: flag when set, else
+// $XDG_CONFIG_HOME/open-conduit/config.json, else
+// ~/.config/open-conduit/config.json. named reports whether the flag chose
+// it: only the default location may be missing (the daemon then runs its
+// embedded default); a named file that is missing is an error. The answer
+// is absolute.
+func ConfigFile(flag string) (path string, named bool, err error) {
+	if flag != "" {
+		path, err = absolute(flag, "config file")
+		return path, true, err
+	}
+	base, err := xdgDir("XDG_CONFIG_HOME", ".config")
+	if err != nil {
+		return "", false, err
+	}
+	return filepath.Join(base, "open-conduit", ConfigFileName), false, nil
+}
+
+// SocketPath is the management API's socket in a state directory.
+func SocketPath(stateDir string) string { return filepath.Join(stateDir, SocketName) }
+
+// xdgDir is $env, or the home directory joined with fallback.
+func xdgDir(env string, fallback ...string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
+		return dir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return "", fmt.Errorf("no home directory to put the default in (set $%s or pass the flag): %w", env, errors.Join(err, os.ErrNotExist))
+	}
+	return filepath.Join(append([]string{home}, fallback...)...), nil
+}
+
+func absolute(path, what string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("resolving the %s %q: %w", what, path, err)
+	}
+	return abs, nil
+}
