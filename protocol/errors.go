@@ -102,6 +102,7 @@ const (
 	CodeManifestMismatch = "manifest_mismatch"
 	CodeKVDowngrade      = "kv_downgrade"
 	CodeConfigureRefused = "configure_refused"
+	CodeUnavailable      = "unavailable"
 )
 
 // Sentinels, one per code. Match with errors.Is; refuse with Errorf.
@@ -148,6 +149,7 @@ var (
 	ErrManifestMismatch = &Error{Code: CodeManifestMismatch, Message: "manifest mismatch"}
 	ErrKVDowngrade      = &Error{Code: CodeKVDowngrade, Message: "kv downgrade"}
 	ErrConfigureRefused = &Error{Code: CodeConfigureRefused, Message: "configure refused"}
+	ErrUnavailable      = &Error{Code: CodeUnavailable, Message: "unavailable"}
 )
 
 // JSON-RPC error codes used on the wire. Authored refusals all travel as
@@ -221,6 +223,7 @@ var codeTable = []CodeEntry{
 	{CodeManifestMismatch, ErrManifestMismatch, 0, false, "initialize returned a manifest that differs from the file", false},
 	{CodeKVDowngrade, ErrKVDowngrade, 0, false, "the manifest's kv_version is older than the recorded layout", false},
 	{CodeConfigureRefused, ErrConfigureRefused, 0, false, "configure failed or registered names outside the extension's namespace", false},
+	{CodeUnavailable, ErrUnavailable, 0, false, "the daemon or the package cannot serve this now (still starting, not running)", false},
 }
 
 // Codes returns the code table, in a stable order.
