@@ -174,6 +174,8 @@ type Check struct {
 	Status string `json:"status"` // ok, info, warn, fail
 	Code   string `json:"code,omitempty"`
 	Detail string `json:"detail"`
+	// Remedy says what to change, for a check that is not ok.
+	Remedy string `json:"remedy,omitempty"`
 }
 
 // Doctor is GET /v1/doctor.

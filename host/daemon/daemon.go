@@ -1,8 +1,28 @@
-// Package daemon is open-conduit serve: it opens the store, loads the
-// configuration (or the embedded default), discovers the packages and
-// checks them as a set, starts every one at once behind its scoped host
-// service, runs their tasks, and serves the management API on a Unix
-// socket in the state directory.
+// Package daemon is open-conduit serve, the composition root: it opens the
+// store, discovers the packages and checks them as a set, starts every one
+// behind its scoped host service, validates the configuration with them,
+// makes it the live generation, runs the packages' tasks, and serves the
+// management API (host/api) on a Unix socket in the state directory. Its
+// exported methods are the facade the API adapts; no domain rule lives in
+// an HTTP handler.
+//
+// # Start order
+//
+//  1. Lock the state directory, open the store, read the config file (a
+//     named file that is missing is an error; only the default location
+//     falls back to the embedded default) and parse it.
+//  2. Discover the packages; a conflicting set refuses the start.
+//  3. Serve the management API (status answers "starting").
+//  4. Start every package at once; each first configure carries the empty
+//     generation (id 0). A package whose first start fails transiently is
+//     retried in the background with the crash backoff.
+//  5. Validate the configuration with the packages that started (the
+//     offline rules, then each package's own validate). A package that did
+//     not start leaves its types unknown, so a configuration using them is
+//     refused, and the daemon does not start.
+//  6. Make it the live generation (its number kept when the text is the
+//     one the store recorded last), configure every package with it, run
+//     the tasks.
 package daemon
 
 import (
@@ -14,15 +34,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/host/api"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
-	"github.com/open-conduit/open-conduit/host/service"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -30,11 +50,16 @@ import (
 
 // Options configures a daemon. Zero values mean the defaults.
 type Options struct {
-	// Dirs are the config and state directories.
-	Dirs config.Dirs
-	// ConfigFile is the config file (default Dirs.ConfigFile()). With no
-	// file there, the daemon runs the embedded default.
+	// StateDir holds the store, the logs, the packages' state directories
+	// and the API socket. Required; made absolute.
+	StateDir string
+	// ConfigFile is the operator's config file; installed packages are in
+	// extensions/ beside it. Required; made absolute.
 	ConfigFile string
+	// ConfigNamed says the operator named ConfigFile. Then a missing file
+	// is an error; only the default location may be missing, and the
+	// daemon runs the embedded default.
+	ConfigNamed bool
 	// Bundled is the extensions directory beside the binary.
 	Bundled string
 	// Served are the first-party packages the binary serves itself, with
@@ -46,55 +71,75 @@ type Options struct {
 	Version string
 	// Environ is the daemon's environment (default os.Environ()).
 	Environ []string
-	// Logger is the daemon's log (default: stderr, text).
+	// Logger is the daemon's log (default: stderr, text, info).
 	Logger *slog.Logger
 	// Limits are the causal bounds of derived Events (default depth 32,
 	// 600 a minute per chain).
 	Limits pebblekv.Limits
 	// Backoff is each extension's restart policy.
 	Backoff session.Backoff
+	// HandshakeTimeout bounds each package's initialize and configure
+	// (default 15 s).
+	HandshakeTimeout time.Duration
 }
 
-// Daemon is a running open-conduit serve.
+// Daemon is a running open-conduit serve. Its methods are safe for
+// concurrent use.
 type Daemon struct {
 	opts    Options
+	dirs    config.Dirs
 	db      *pebblekv.DB
 	logger  *slog.Logger
 	started time.Time
 	lock    *os.File
 
-	gen      atomic.Pointer[service.Generation]
-	genMu    sync.Mutex // serializes applies
-	genID    atomic.Int64
-	genHash  atomic.Pointer[string]
-	problems config.Problems // warnings of the running config
+	// ctx lives as long as the daemon: restarts and tasks run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	mu        sync.Mutex
-	exts      map[string]*extension
-	discovery []discover.Problem
+	phase atomic.Pointer[string]
+	// gen is the live generation: one immutable value, swapped whole.
+	gen atomic.Pointer[config.Generation]
+	// changeMu serializes what changes the generation or the package set
+	// (apply, reload, rescan). It is never held while waiting on the API.
+	changeMu sync.Mutex
 
-	listener net.Listener
-	server   *http.Server
-	stop     context.CancelFunc
-	tasks    sync.WaitGroup
-	closed   chan struct{}
+	pkgs packages
+	// events is closed and replaced each time the log grows, for long
+	// polls.
+	events eventsSignal
+
+	server *http.Server
+	tasks  sync.WaitGroup
+	closed chan struct{}
+	once   sync.Once
 }
 
-// extension is one package the daemon runs.
-type extension struct {
-	pkg     discover.Package
-	svc     *service.Service
-	session *session.Session
-	// startErr is why it is not running (start failure, refusal).
-	startErr error
-	tasks    map[string]*taskState
-}
-
-// Start brings the daemon up. It returns once every package has finished
-// its handshake (or failed it) and the management API answers.
+// Start brings the daemon up; the Start order in the package doc says how.
+// It returns once the configuration is live, or with the one error that
+// says why the daemon cannot run.
 func Start(ctx context.Context, opts Options) (*Daemon, error) {
-	if opts.ConfigFile == "" {
-		opts.ConfigFile = opts.Dirs.ConfigFile()
+	d, err := newDaemon(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.start(ctx); err != nil {
+		d.shutdown()
+		return nil, err
+	}
+	return d, nil
+}
+
+func newDaemon(opts Options) (*Daemon, error) {
+	if opts.StateDir == "" || opts.ConfigFile == "" {
+		return nil, errors.New("daemon: Options.StateDir and Options.ConfigFile are required")
+	}
+	var err error
+	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
+		return nil, err
+	}
+	if opts.ConfigFile, err = filepath.Abs(opts.ConfigFile); err != nil {
+		return nil, err
 	}
 	if opts.Environ == nil {
 		opts.Environ = os.Environ()
@@ -105,255 +150,176 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.Limits == (pebblekv.Limits{}) {
 		opts.Limits = pebblekv.Limits{MaxDepth: 32, PerMinute: 600}
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, started: time.Now(), exts: map[string]*extension{}, closed: make(chan struct{})}
-	if err := os.MkdirAll(opts.Dirs.State, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the state directory %s: %w", opts.Dirs.State, err)
+	d := &Daemon{
+		opts:    opts,
+		dirs:    config.Dirs{Config: filepath.Dir(opts.ConfigFile), State: opts.StateDir},
+		logger:  opts.Logger,
+		started: time.Now(),
+		closed:  make(chan struct{}),
 	}
-	if err := d.takeLock(); err != nil {
-		return nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			d.release()
-		}
-	}()
-	db, err := pebblekv.Open(opts.Dirs.Store(), &pebblekv.Options{Logger: opts.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("opening the store in %s: %w", opts.Dirs.Store(), err)
-	}
-	d.db = db
-
-	pkgs, problems := discover.Discover(discover.Options{
-		Installed: opts.Dirs.Installed(), Bundled: opts.Bundled, Served: opts.Served,
-	})
-	d.discovery = problems
-	for _, p := range problems {
-		d.logger.Warn("package skipped", "dir", p.Dir, "code", p.Code, "reason", p.Message)
-	}
-	if err := discover.CheckConflicts(pkgs); err != nil {
-		return nil, err
-	}
-	cfg, data, err := d.loadConfig(pkgs)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.adopt(cfg, data, manifests(pkgs)); err != nil {
-		return nil, err
-	}
-	d.startAll(ctx, pkgs)
-
-	tctx, cancel := context.WithCancel(context.Background())
-	d.stop = cancel
-	d.startTasks(tctx)
-	if err := d.serveAPI(); err != nil {
-		return nil, err
-	}
-	ok = true
-	d.logger.Info("open-conduit serving", "state", opts.Dirs.State, "socket", opts.Dirs.Socket(),
-		"config", d.configSource(), "generation", d.genID.Load(), "extensions", len(pkgs))
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.setPhase(client.PhaseStarting)
+	d.pkgs.exts = map[string]*extension{}
+	d.events.init()
 	return d, nil
 }
 
+func (d *Daemon) start(ctx context.Context) error {
+	if err := os.MkdirAll(d.opts.StateDir, 0o700); err != nil {
+		return fmt.Errorf("creating the state directory %s: %w", d.opts.StateDir, err)
+	}
+	if err := d.takeLock(); err != nil {
+		return err
+	}
+	db, err := pebblekv.Open(d.dirs.Store(), &pebblekv.Options{Logger: d.logger})
+	if err != nil {
+		return fmt.Errorf("opening the store in %s: %w", d.dirs.Store(), err)
+	}
+	d.db = db
+	startup, err := d.readConfig()
+	if err != nil {
+		return err
+	}
+	pkgs, err := d.discover()
+	if err != nil {
+		return err
+	}
+	if err := d.serveAPI(); err != nil {
+		return err
+	}
+	d.startAll(ctx, pkgs, startup.passEnv)
+	candidate, err := d.checkStartup(ctx, startup)
+	if err != nil {
+		return err
+	}
+	g, err := d.adopt(candidate)
+	if err != nil {
+		return err
+	}
+	d.configureAll(ctx)
+	d.startTasks()
+	d.setPhase(client.PhaseRunning)
+	d.logger.Info("open-conduit serving", "state", d.opts.StateDir, "socket", d.dirs.Socket(),
+		"config", sourceName(g.Source), "generation", g.ID, "extensions", len(pkgs))
+	return nil
+}
+
+func (d *Daemon) setPhase(p string) { d.phase.Store(&p) }
+
+// Phase is starting, running or stopping.
+func (d *Daemon) Phase() string { return *d.phase.Load() }
+
 // takeLock makes the state directory this daemon's alone.
 func (d *Daemon) takeLock() error {
-	path := filepath.Join(d.opts.Dirs.State, "lock")
+	path := filepath.Join(d.opts.StateDir, "lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return fmt.Errorf("another open-conduit daemon is using %s; stop it first, or pass another --state", d.opts.Dirs.State)
+		return fmt.Errorf("another open-conduit daemon is using %s; stop it first, or pass another --state", d.opts.StateDir)
 	}
 	d.lock = f
 	return nil
 }
 
-func (d *Daemon) release() {
-	if d.db != nil {
-		_ = d.db.Close()
-		d.db = nil
-	}
-	if d.lock != nil {
-		_ = d.lock.Close()
-		d.lock = nil
-	}
-}
-
-func manifests(pkgs []discover.Package) []*protocol.Manifest {
-	out := make([]*protocol.Manifest, len(pkgs))
-	for i, p := range pkgs {
-		out[i] = p.Manifest
-	}
-	return out
-}
-
-// loadConfig reads the config file, or builds the embedded default when
-// there is none.
-func (d *Daemon) loadConfig(pkgs []discover.Package) (*config.Config, []byte, error) {
-	cfg, data, err := config.Load(d.opts.ConfigFile)
-	if err == nil {
-		return cfg, data, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, err
-	}
-	cfg = config.Default(manifests(pkgs))
-	data, err = cfg.Marshal()
-	return cfg, data, err
-}
-
-func (d *Daemon) configSource() string {
-	if _, err := os.Stat(d.opts.ConfigFile); err == nil {
-		return d.opts.ConfigFile
-	}
-	return "embedded default"
-}
-
-// startAll starts every package at once and waits for the slowest
-// handshake, so adding packages does not add their start times together.
-func (d *Daemon) startAll(ctx context.Context, pkgs []discover.Package) {
-	var wg sync.WaitGroup
-	for _, p := range pkgs {
-		x := &extension{pkg: p}
-		d.mu.Lock()
-		d.exts[p.Name] = x
-		d.mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.startOne(ctx, x)
-		}()
-	}
-	wg.Wait()
-}
-
-func (d *Daemon) startOne(ctx context.Context, x *extension) {
-	m := x.pkg.Manifest
-	if err := d.checkLayout(m); err != nil {
-		d.setStartErr(x, err)
-		return
-	}
-	x.svc = service.New(m, service.Deps{
-		DB:         d.db,
-		Generation: d.gen.Load,
-		Limits:     d.opts.Limits,
-		Logger:     d.logger.With("extension", m.Name),
-	})
-	dir := x.pkg.Dir
-	if dir == "" {
-		dir = d.opts.Dirs.ExtensionState(m.Name)
-	}
-	s, err := session.Start(ctx, session.Package{Dir: dir, Manifest: m}, session.Options{
-		StateDir:   d.opts.Dirs.ExtensionState(m.Name),
-		LogPath:    d.opts.Dirs.ExtensionLog(m.Name),
-		PassEnv:    d.gen.Load().Config.PassEnv(m.Name),
-		Environ:    d.opts.Environ,
-		Self:       d.opts.Self,
-		Host:       x.svc.Table(),
-		HostInfo:   protocol.HostInfo{Name: "open-conduit", Version: d.opts.Version},
-		Initialize: protocol.InitializeParams{ConfigDir: filepath.Dir(d.opts.ConfigFile)},
-		Configure:  func() protocol.ConfigureParams { return d.configureParams(m) },
-		Configured: func(p protocol.ConfigureParams, _ protocol.ConfigureResult) { d.recordLayout(m, p) },
-		Logger:     d.logger,
-		Backoff:    d.opts.Backoff,
-	})
+// serveAPI listens on the state directory's socket, owner-only, and serves
+// the management API. It answers from the first moment: nothing the daemon
+// does while starting or restarting a package holds it.
+func (d *Daemon) serveAPI() error {
+	path := d.dirs.Socket()
+	// The lock proves no other daemon owns this state directory, so a socket
+	// left here is a crashed daemon's.
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
 	if err != nil {
-		d.setStartErr(x, err)
-		return
+		return fmt.Errorf("listening on %s: %w", path, err)
 	}
-	d.mu.Lock()
-	x.session = s
-	d.mu.Unlock()
-}
-
-func (d *Daemon) setStartErr(x *extension, err error) {
-	d.logger.Error("extension not started", "extension", x.pkg.Name, "err", err)
-	d.mu.Lock()
-	x.startErr = err
-	d.mu.Unlock()
-}
-
-// checkLayout refuses a package whose KV layout is older than the one
-// recorded: there is no automatic downgrade.
-func (d *Daemon) checkLayout(m *protocol.Manifest) error {
-	return d.db.View(func(r *pebblekv.Reader) error {
-		stored, recorded, err := r.KVLayoutVersion(m.Name)
-		if err != nil {
-			return err
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return err
+	}
+	d.server = &http.Server{Handler: api.Handler(d), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := d.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.logger.Error("management API stopped", "err", err)
 		}
-		if recorded && m.KVVersion < stored {
-			return protocol.Errorf(protocol.ErrKVDowngrade,
-				"%s declares KV layout %d but the store holds layout %d, written by a newer release: reinstall that release, or restore a backup taken before the upgrade",
-				m.Name, m.KVVersion, stored)
-		}
-		return nil
-	})
-}
-
-// recordLayout records the layout a package reported after a successful
-// configure, so a crash mid-migration is retried at the next start.
-func (d *Daemon) recordLayout(m *protocol.Manifest, p protocol.ConfigureParams) {
-	if p.KV.Stored == p.KV.Declared {
-		return
-	}
-	err := d.db.Update(func(tx *pebblekv.Tx) error { return tx.SetKVLayoutVersion(m.Name, p.KV.Declared) })
-	if err != nil {
-		d.logger.Error("recording the KV layout", "extension", m.Name, "err", err)
-	}
+	}()
+	return nil
 }
 
 // Close stops the daemon: the API, the tasks, every extension (shutdown,
-// then signals to its group), and the store.
+// then signals to its group), and the store. It is safe to call twice.
 func (d *Daemon) Close() error {
-	select {
-	case <-d.closed:
-		return nil
-	default:
-	}
-	close(d.closed)
-	if d.server != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = d.server.Shutdown(sctx)
-		cancel()
-	}
-	if d.stop != nil {
-		d.stop()
-	}
-	d.tasks.Wait()
-	var wg sync.WaitGroup
-	for _, x := range d.extensions() {
-		if x.session == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = x.session.Close(context.Background())
-		}()
-	}
-	wg.Wait()
-	_ = os.Remove(d.opts.Dirs.Socket())
-	d.release()
+	d.shutdown()
 	d.logger.Info("open-conduit stopped")
 	return nil
+}
+
+func (d *Daemon) shutdown() {
+	d.once.Do(func() {
+		d.setPhase(client.PhaseStopping)
+		close(d.closed)
+		if d.server != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = d.server.Shutdown(sctx)
+			cancel()
+			_ = os.Remove(d.dirs.Socket())
+		}
+		d.cancel()
+		d.tasks.Wait()
+		d.pkgs.closeAll()
+		if d.db != nil {
+			_ = d.db.Close()
+		}
+		if d.lock != nil {
+			_ = d.lock.Close()
+		}
+	})
 }
 
 // Done is closed when Close has begun.
 func (d *Daemon) Done() <-chan struct{} { return d.closed }
 
-// extensions lists the daemon's packages by name.
-func (d *Daemon) extensions() []*extension {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]*extension, 0, len(d.exts))
-	for _, x := range d.exts {
-		out = append(out, x)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pkg.Name < out[j].pkg.Name })
-	return out
-}
-
 // DB is the daemon's store, for tests.
 func (d *Daemon) DB() *pebblekv.DB { return d.db }
+
+// eventsSignal wakes long polls when the event log grows.
+type eventsSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *eventsSignal) init() { s.ch = make(chan struct{}) }
+
+// wait returns a channel closed at the next broadcast.
+func (s *eventsSignal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *eventsSignal) broadcast() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// discover finds the packages and checks them as a set.
+func (d *Daemon) discover() ([]discover.Package, error) {
+	pkgs, problems := discover.Discover(d.discoverOptions())
+	d.pkgs.setDiscovery(problems)
+	for _, p := range problems {
+		d.logger.Warn("package skipped", "dir", p.Dir, "code", p.Code, "reason", p.Message)
+	}
+	if err := discover.CheckConflicts(pkgs); err != nil {
+		return nil, err
+	}
+	return pkgs, nil
+}
+
+func (d *Daemon) discoverOptions() discover.Options {
+	return discover.Options{Installed: d.dirs.Installed(), Bundled: d.opts.Bundled, Served: d.opts.Served}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -33,31 +34,28 @@ func (d *Daemon) Doctor(ctx context.Context) client.Doctor {
 		add(client.Check{Name: "store", Status: protocol.CheckOK, Detail: fmt.Sprintf("%s, event log at sequence %d", d.opts.Dirs.Store(), seq)})
 	}
 
-	warns := len(d.problems)
-	cfg := client.Check{Name: "config", Status: protocol.CheckOK,
-		Detail: fmt.Sprintf("generation %d from %s", d.genID.Load(), d.configSource())}
-	if warns > 0 {
-		cfg.Status, cfg.Code = protocol.CheckWarn, "config_warnings"
-		cfg.Detail += fmt.Sprintf(", %d warning(s): open-conduit config check lists them", warns)
+	add(configCheck(d.gen.Load(), d.Phase()))
+	exts := d.Extensions()
+	for _, p := range exts.Skipped {
+		c := client.Check{Name: "discovery", Status: protocol.CheckWarn, Code: p.Code, Detail: fmt.Sprintf("%s skipped: %s", p.Dir, p.Message)}
+		if r := remedy(p.Code, p.Name); r != "" {
+			c.Remedy = r
+		}
+		add(c)
 	}
-	add(cfg)
-
-	for _, p := range d.discovery {
-		add(client.Check{Name: "discovery", Status: protocol.CheckWarn, Code: p.Code, Detail: fmt.Sprintf("%s skipped: %s", p.Dir, p.Message)})
-	}
-
-	for _, v := range d.ExtensionViews().Extensions {
+	for _, v := range exts.Extensions {
 		add(extensionCheck(v))
 	}
-	for _, x := range d.extensions() {
-		if x.session == nil || x.session.Status().State != session.StateRunning {
+	for _, x := range d.pkgs.list() {
+		s := d.pkgs.running(x)
+		if s == nil {
 			continue
 		}
-		for _, c := range x.pkg.Manifest.Provides.Checks {
+		for _, c := range d.pkgs.snapshot(x).pkg.Manifest.Provides.Checks {
 			if c.Deep {
 				continue
 			}
-			add(d.runCheck(ctx, x, c.Name))
+			add(runCheck(ctx, s, x.name, c.Name))
 		}
 	}
 	ok := true
@@ -69,8 +67,24 @@ func (d *Daemon) Doctor(ctx context.Context) client.Doctor {
 	return client.Doctor{OK: ok, Checks: checks}
 }
 
+// configCheck says which file and generation are live.
+func configCheck(g *config.Generation, phase string) client.Check {
+	if g == nil {
+		return client.Check{Name: "config", Status: protocol.CheckWarn, Code: protocol.CodeUnavailable,
+			Detail: "the daemon is " + phase + "; no configuration is live yet"}
+	}
+	c := client.Check{Name: "config", Status: protocol.CheckOK,
+		Detail: fmt.Sprintf("generation %d (%s) from %s", g.ID, g.Hash, sourceName(g.Source))}
+	if n := len(g.Problems); n > 0 {
+		c.Status, c.Code = protocol.CheckWarn, "config_warnings"
+		c.Detail += fmt.Sprintf(", %d warning(s): open-conduit config check lists them", n)
+	}
+	return c
+}
+
 // extensionCheck is a package's own health: started, version, protocol,
-// restarts, granted variables.
+// restarts, granted variables. A package that does not run fails with the
+// code of why, and the remedy.
 func extensionCheck(v client.Extension) client.Check {
 	c := client.Check{Name: "extension " + v.Name}
 	switch {
@@ -78,11 +92,18 @@ func extensionCheck(v client.Extension) client.Check {
 		c.Status = protocol.CheckOK
 		c.Detail = fmt.Sprintf("running %s (pid %d, protocol %d)", v.Version, v.PID, v.Protocol)
 	case v.State == string(session.StateRunning):
-		c.Status, c.Code = protocol.CheckWarn, "extension_restarted"
-		c.Detail = fmt.Sprintf("running %s after %d restart(s); last: %s", v.Version, v.Restarts, v.LastError)
+		c.Status, c.Code = protocol.CheckWarn, protocol.CodeExtensionRestarted
+		c.Detail = fmt.Sprintf("running %s after %d restart(s); last: %s", v.Version, v.Restarts, firstLine(v.LastError))
 	default:
-		c.Status, c.Code = protocol.CheckFail, "extension_unavailable"
-		c.Detail = fmt.Sprintf("%s: %s", v.State, v.LastError)
+		c.Status, c.Code = protocol.CheckFail, v.Code
+		if c.Code == "" {
+			c.Code = protocol.CodeExtensionUnavailable
+		}
+		c.Detail = fmt.Sprintf("%s: %s", v.State, firstLine(v.LastError))
+	}
+	c.Remedy = remedy(c.Code, v.Name)
+	if v.Pending != "" {
+		c.Detail += "; " + v.Pending
 	}
 	if len(v.GrantedEnv) > 0 {
 		c.Detail += "; granted " + strings.Join(v.GrantedEnv, ", ")
@@ -96,8 +117,7 @@ func extensionCheck(v client.Extension) client.Check {
 // runCheck runs one declared check, named as doctor lists it: the check's
 // own name when it is the package's or starts with <package>_ or
 // <package>-, else <package>_<check>.
-func (d *Daemon) runCheck(ctx context.Context, x *extension, name string) client.Check {
-	pkg := x.pkg.Name
+func runCheck(ctx context.Context, s *session.Session, pkg, name string) client.Check {
 	shown := name
 	if name != pkg && !strings.HasPrefix(name, pkg+"_") && !strings.HasPrefix(name, pkg+"-") {
 		shown = pkg + "_" + name
@@ -105,18 +125,18 @@ func (d *Daemon) runCheck(ctx context.Context, x *extension, name string) client
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	var r protocol.CheckRunResult
-	err := x.session.Call(cctx, protocol.MethodCheckRun, protocol.CheckRunParams{Check: name}, &r)
+	err := s.Call(cctx, protocol.MethodCheckRun, protocol.CheckRunParams{Check: name}, &r)
 	switch {
 	case err != nil:
-		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: "extension_check_failed", Detail: err.Error()}
+		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: protocol.CodeExtensionCheckFailed, Detail: err.Error()}
 	case r.Status == "":
 		if r.OK {
 			return client.Check{Name: shown, Status: protocol.CheckOK, Detail: r.Detail}
 		}
-		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: "extension_check_failed", Detail: r.Detail}
+		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: protocol.CodeExtensionCheckFailed, Detail: r.Detail}
 	case r.Status == protocol.CheckOK || r.Status == protocol.CheckInfo || r.Status == protocol.CheckWarn || r.Status == protocol.CheckFail:
 		return client.Check{Name: shown, Status: r.Status, Code: r.Code, Detail: r.Detail}
 	default:
-		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: "extension_check_invalid", Detail: fmt.Sprintf("answered the unknown status %q", r.Status)}
+		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: protocol.CodeExtensionCheckBad, Detail: fmt.Sprintf("answered the unknown status %q", r.Status)}
 	}
 }

@@ -57,8 +57,9 @@ func build(out, pkg string) error {
 	return nil
 }
 
-// testConfig has two scopes: alpha uses probe (an entry selecting secret
-// s1, the connection api1), beta uses only hello.
+// testConfig has three scopes: alpha uses probe (an entry selecting secret
+// s1, the connection api1), beta uses only hello, and delta names api1 only
+// in a binding, with no probe entry.
 const testConfig = `{
   "scopes": [
     {"id": "alpha",
@@ -67,7 +68,10 @@ const testConfig = `{
      "connections": ["api1"]},
     {"id": "beta",
      "entries": [{"name": "h1", "type": "hello"}],
-     "secret_refs": {"s3": "env:OC_TEST_S3"}}
+     "secret_refs": {"s3": "env:OC_TEST_S3"}},
+    {"id": "delta",
+     "bindings": [{"name": "b1", "connection": "api1"}],
+     "connections": ["api1"]}
   ],
   "connections": [{"name": "api1", "type": "probe-api", "secret_refs": {"token": "env:OC_TEST_TOKEN"}}]
 }`
@@ -131,7 +135,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// start runs serve and waits until the management API answers.
+// start runs serve and waits until the daemon runs its configuration.
 func (e *env) start() {
 	e.t.Helper()
 	e.log = &syncBuffer{}
@@ -141,14 +145,14 @@ func (e *env) start() {
 	if err := e.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	end := time.Now().Add(deadline)
 	for {
 		st, err := e.c.Status(context.Background())
-		if err == nil && st.PID == e.cmd.Process.Pid {
+		if err == nil && st.PID == e.cmd.Process.Pid && st.Phase == client.PhaseRunning {
 			return
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the daemon did not answer: %v\n%s", err, e.log)
+		if time.Now().After(end) {
+			e.t.Fatalf("the daemon did not start: %v\n%s", err, e.log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -365,6 +369,11 @@ func TestScopingThroughTheDaemon(t *testing.T) {
 	}
 	if a := sec(protocol.SecretResolveParams{Scope: "alpha", Connection: "api1"}); a.Code != "" || !strings.Contains(string(a.Result), `"token":"tok-5e8f"`) {
 		t.Fatalf("its entry's connection: %+v", a)
+	}
+	// A connection a binding names is the package's only in a scope with
+	// one of its entries; delta has none.
+	if a := sec(protocol.SecretResolveParams{Scope: "delta", Connection: "api1"}); a.Code != protocol.CodeUnauthorized || strings.Contains(a.Message, "tok-5e8f") {
+		t.Fatalf("a binding's connection in a scope without an entry: %+v", a)
 	}
 	logs := e.log.String()
 	if data, err := os.ReadFile(filepath.Join(e.state, "logs", "extensions", "probe.log")); err == nil {

@@ -1,0 +1,291 @@
+// Package api is the management API: HTTP+JSON on the daemon's Unix
+// socket, under /v1/. It is a thin adapter: each handler decodes the
+// request, calls one method of the daemon's facade and encodes the answer.
+// Domain rules live behind the facade, never here.
+package api
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// MaxBody bounds a request body, as the protocol bounds a message.
+const MaxBody = protocol.MaxMessageBytes
+
+// MaxWait bounds a long poll (events, logs) and a restart's wait, so an
+// answer always comes well inside the client's own timeout.
+const MaxWait = 30 * time.Second
+
+// Daemon is what the API serves: the daemon's facade. Errors carry a
+// protocol code (protocol.Errorf), which picks the HTTP status.
+type Daemon interface {
+	Status() client.Status
+	Extensions() client.Extensions
+	Call(ctx context.Context, name string, req client.CallRequest) (client.CallResult, error)
+	Restart(ctx context.Context, name string, wait time.Duration) (client.RestartResult, error)
+	Rescan(ctx context.Context) (client.Rescan, error)
+	Events(ctx context.Context, q client.EventsQuery) (client.Events, error)
+	Records(kind string) (client.Records, error)
+	Log(name string, tail int) (client.Log, error)
+	LogAfter(ctx context.Context, name string, offset int64, wait time.Duration) (client.Log, error)
+	Doctor(ctx context.Context) client.Doctor
+	Config() (client.ConfigView, error)
+	Validate(ctx context.Context, text []byte) (client.Validation, error)
+	Apply(ctx context.Context, text []byte) (client.Applied, error)
+	Reload(ctx context.Context) (client.Applied, error)
+}
+
+// Handler routes /v1/ to d.
+func Handler(d Daemon) http.Handler {
+	a := adapter{d}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("GET /v1/extensions", a.extensions)
+	mux.HandleFunc("POST /v1/extensions/rescan", a.rescan)
+	mux.HandleFunc("POST /v1/extensions/{name}/call", a.call)
+	mux.HandleFunc("POST /v1/extensions/{name}/restart", a.restart)
+	mux.HandleFunc("GET /v1/events", a.events)
+	mux.HandleFunc("GET /v1/work", a.records("work"))
+	mux.HandleFunc("GET /v1/waits", a.records("wait"))
+	mux.HandleFunc("GET /v1/logs/{name}", a.logs)
+	mux.HandleFunc("GET /v1/doctor", a.doctor)
+	mux.HandleFunc("GET /v1/config", a.config)
+	mux.HandleFunc("POST /v1/config/validate", a.validate)
+	mux.HandleFunc("POST /v1/config/apply", a.apply)
+	mux.HandleFunc("POST /v1/config/reload", a.reload)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, protocol.Errorf(protocol.ErrNotFound, "no API endpoint %s %s; the API is under /v1/", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type adapter struct{ d Daemon }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v, json.Deterministic(true))
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":"internal","message":"encoding the answer failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// httpStatus maps an error's protocol code onto the HTTP status.
+func httpStatus(code string) int {
+	switch code {
+	case protocol.CodeNotFound:
+		return http.StatusNotFound
+	case protocol.CodeInvalid, protocol.CodeBadRequest, protocol.CodeInvalidParams:
+		return http.StatusBadRequest
+	case protocol.CodeUndeclared, protocol.CodeUnauthorized:
+		return http.StatusForbidden
+	case protocol.CodeConflict:
+		return http.StatusConflict
+	case protocol.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers err with its code; an error without one is internal.
+func writeError(w http.ResponseWriter, err error) {
+	code := protocol.CodeOf(err)
+	if code == "" {
+		code = protocol.CodeInternal
+	}
+	writeJSON(w, httpStatus(code), client.Error{Code: code, Message: err.Error()})
+}
+
+func answer[T any](w http.ResponseWriter, v T, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// body reads a request body of at most MaxBody bytes that is one JSON value.
+func body(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		return nil, protocol.Errorf(protocol.ErrInvalid, "reading the request: %v", err)
+	}
+	if len(data) > MaxBody {
+		return nil, protocol.Errorf(protocol.ErrInvalid, "the request is over %d bytes", MaxBody)
+	}
+	if !jsontext.Value(data).IsValid() {
+		return nil, protocol.Errorf(protocol.ErrInvalid, "the request body is not one JSON value")
+	}
+	return data, nil
+}
+
+// decode reads a request body strictly into v.
+func decode(r *http.Request, v any) error {
+	data, err := body(r)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v, json.RejectUnknownMembers(true)); err != nil {
+		return protocol.Errorf(protocol.ErrInvalid, "the request does not fit: %v", err)
+	}
+	return nil
+}
+
+// uintParam reads a non-negative integer query parameter (absent: 0).
+func uintParam(r *http.Request, name string) (uint64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, protocol.Errorf(protocol.ErrInvalid, "%s must be a non-negative integer, not %q", name, s)
+	}
+	return n, nil
+}
+
+// waitParam reads a long poll's wait in seconds, capped at MaxWait.
+func waitParam(r *http.Request) (time.Duration, error) {
+	n, err := uintParam(r, "wait")
+	if err != nil {
+		return 0, err
+	}
+	return min(time.Duration(n)*time.Second, MaxWait), nil
+}
+
+func (a adapter) status(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, a.d.Status())
+}
+
+func (a adapter) extensions(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, a.d.Extensions())
+}
+
+func (a adapter) call(w http.ResponseWriter, r *http.Request) {
+	var req client.CallRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := a.d.Call(r.Context(), r.PathValue("name"), req)
+	answer(w, res, err)
+}
+
+func (a adapter) restart(w http.ResponseWriter, r *http.Request) {
+	var req client.RestartRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	wait := min(time.Duration(max(req.WaitSeconds, 0))*time.Second, MaxWait)
+	res, err := a.d.Restart(r.Context(), r.PathValue("name"), wait)
+	answer(w, res, err)
+}
+
+func (a adapter) rescan(w http.ResponseWriter, r *http.Request) {
+	res, err := a.d.Rescan(r.Context())
+	answer(w, res, err)
+}
+
+func (a adapter) events(w http.ResponseWriter, r *http.Request) {
+	after, err := uintParam(r, "after")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit, err := uintParam(r, "limit")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wait, err := waitParam(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := client.EventsQuery{After: after, Limit: int(min(limit, uint64(protocol.StateEventsMax))), Scope: r.URL.Query().Get("scope"), Wait: wait}
+	res, err := a.d.Events(r.Context(), q)
+	answer(w, res, err)
+}
+
+func (a adapter) records(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		res, err := a.d.Records(kind)
+		answer(w, res, err)
+	}
+}
+
+func (a adapter) logs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if r.URL.Query().Has("from") {
+		from, err := uintParam(r, "from")
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		wait, err := waitParam(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		res, err := a.d.LogAfter(r.Context(), name, int64(from), wait)
+		answer(w, res, err)
+		return
+	}
+	tail, err := uintParam(r, "tail")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if tail == 0 {
+		tail = 100
+	}
+	res, err := a.d.Log(name, int(min(tail, 100_000)))
+	answer(w, res, err)
+}
+
+func (a adapter) doctor(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.d.Doctor(r.Context()))
+}
+
+func (a adapter) config(w http.ResponseWriter, _ *http.Request) {
+	res, err := a.d.Config()
+	answer(w, res, err)
+}
+
+func (a adapter) validate(w http.ResponseWriter, r *http.Request) {
+	text, err := body(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := a.d.Validate(r.Context(), text)
+	answer(w, res, err)
+}
+
+// apply answers a refused config as a result (applied false, with the
+// problems), not as a failure of the API.
+func (a adapter) apply(w http.ResponseWriter, r *http.Request) {
+	text, err := body(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := a.d.Apply(r.Context(), text)
+	answer(w, res, err)
+}
+
+func (a adapter) reload(w http.ResponseWriter, r *http.Request) {
+	res, err := a.d.Reload(r.Context())
+	answer(w, res, err)
+}

@@ -1,0 +1,189 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/pebblekv"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
+)
+
+// callTimeout bounds an operator's call of an operation.
+const callTimeout = time.Minute
+
+// maxPageBytes bounds one page of Events the API answers, beside its count,
+// so an answer stays well inside the bounds the daemon enforces on others.
+const maxPageBytes = 4 << 20
+
+// Status is the daemon's own state.
+func (d *Daemon) Status() client.Status {
+	st := client.Status{
+		Version: d.opts.Version, PID: os.Getpid(), Started: d.started, State: d.opts.StateDir,
+		Phase: d.Phase(), ConfigFile: d.opts.ConfigFile,
+	}
+	if g := d.gen.Load(); g != nil {
+		st.Config, st.Generation, st.Hash = sourceName(g.Source), g.ID, g.Hash
+	}
+	for _, x := range d.pkgs.list() {
+		st.Extensions++
+		if d.pkgs.running(x) != nil {
+			st.Running++
+		}
+	}
+	return st
+}
+
+// Call lets the operator call a package's handler operation, as the caller
+// "operator", in a scope. The authority is checked before the handler runs,
+// so a refused call changes nothing: the scope must be configured, use the
+// package and be enabled. With no scope the call acts in none.
+func (d *Daemon) Call(ctx context.Context, name string, req client.CallRequest) (client.CallResult, error) {
+	g := d.gen.Load()
+	if g == nil || d.Phase() != client.PhaseRunning {
+		return client.CallResult{}, errStarting()
+	}
+	x, ok := d.pkgs.get(name)
+	if !ok {
+		return client.CallResult{}, errUnknownExtension(name)
+	}
+	snap := d.pkgs.snapshot(x)
+	m := snap.pkg.Manifest
+	if op, ok := m.Operation(req.Operation); !ok || op.Kind != protocol.OperationHandler {
+		return client.CallResult{}, protocol.Errorf(protocol.ErrUndeclared, "%s declares no handler operation %q", name, req.Operation)
+	}
+	if req.Scope != "" {
+		sc, ok := g.Config.Scope(req.Scope)
+		switch {
+		case !ok:
+			return client.CallResult{}, protocol.Errorf(protocol.ErrNotFound, "scope %q is not configured; 'open-conduit config show' lists the scopes", req.Scope)
+		case !g.For(m).Uses(req.Scope):
+			return client.CallResult{}, protocol.Errorf(protocol.ErrNotFound, "scope %q does not use %s: add an entry of its types to the scope, or call it in a scope that uses it", req.Scope, name)
+		case sc.Disabled:
+			return client.CallResult{}, protocol.Errorf(protocol.ErrInvalid, "scope %q is disabled, so nothing new runs in it; enable it in the config first", req.Scope)
+		}
+	}
+	s := d.pkgs.running(x)
+	if s == nil {
+		return client.CallResult{}, protocol.Errorf(protocol.ErrUnavailable, "%s", notRunning(snap))
+	}
+	input := []byte("{}")
+	if req.Input != nil {
+		var err error
+		if input, err = json.Marshal(req.Input); err != nil {
+			return client.CallResult{}, protocol.Errorf(protocol.ErrInvalid, "the input is not JSON: %v", err)
+		}
+	}
+	if req.RequestID == "" {
+		req.RequestID = fmt.Sprintf("operator-%d", time.Now().UnixNano())
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var res protocol.OperationCallResult
+	err := s.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+		Operation: req.Operation, Input: protocol.Payload{Data: input},
+		Authority: protocol.Authority{Scope: req.Scope, Caller: "operator"}, RequestID: req.RequestID,
+	}, &res)
+	if err != nil {
+		return client.CallResult{Code: codeOr(err, protocol.CodeInternal), Message: err.Error()}, nil
+	}
+	return client.CallResult{Output: res.Output}, nil
+}
+
+// Events reads one page of the log after a cursor, at most q.Limit Events
+// and about maxPageBytes of them. With q.Wait, an empty page waits for the
+// log to grow (a long poll).
+func (d *Daemon) Events(ctx context.Context, q client.EventsQuery) (client.Events, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > protocol.StateEventsMax {
+		limit = protocol.StateEventsMax
+	}
+	var deadline <-chan time.Time
+	if q.Wait > 0 {
+		t := time.NewTimer(q.Wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		grew := d.events.wait()
+		res, err := d.eventsPage(q, limit)
+		if err != nil || len(res.Events) > 0 || deadline == nil {
+			return res, err
+		}
+		select {
+		case <-grew:
+		case <-deadline:
+			return res, nil
+		case <-ctx.Done():
+			return res, nil
+		case <-d.closed:
+			return res, nil
+		}
+	}
+}
+
+func (d *Daemon) eventsPage(q client.EventsQuery, limit int) (client.Events, error) {
+	res := client.Events{Events: []protocol.Event{}}
+	err := d.db.View(func(r *pebblekv.Reader) error {
+		var (
+			es  []pebblekv.Event
+			err error
+		)
+		if q.Scope != "" {
+			es, err = r.ScopeEvents([]string{q.Scope}, q.After, limit)
+		} else {
+			es, err = r.Events(q.After, limit)
+		}
+		if err != nil {
+			return err
+		}
+		size := 0
+		for _, e := range es {
+			w := e.Wire()
+			size += len(w.Payload.Data) + 512
+			if len(res.Events) > 0 && size > maxPageBytes {
+				break
+			}
+			res.Events = append(res.Events, w)
+			res.Next = e.Seq
+		}
+		res.Latest, err = r.LatestSequence()
+		return err
+	})
+	if err != nil {
+		return client.Events{}, fmt.Errorf("reading the log: %w", err)
+	}
+	return res, nil
+}
+
+// Records lists the core records of a kind (work, wait) as stored.
+func (d *Daemon) Records(kind string) (client.Records, error) {
+	res := client.Records{Items: []client.Record{}}
+	err := d.db.View(func(r *pebblekv.Reader) error {
+		return r.ListRecords(kind, "", func(id string, raw []byte) error {
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return err
+			}
+			res.Items = append(res.Items, client.Record{ID: id, Record: m})
+			return nil
+		})
+	})
+	if err != nil {
+		return client.Records{}, fmt.Errorf("reading %s records: %w", kind, err)
+	}
+	return res, nil
+}
+
+// stateOf is a session's state, or "" without one.
+func stateOf(s *session.Session) session.State {
+	if s == nil {
+		return ""
+	}
+	return s.Status().State
+}
