@@ -72,9 +72,10 @@ func writeError(w http.ResponseWriter, status int, code, format string, args ...
 }
 
 func (d *Daemon) apiStatus(w http.ResponseWriter, _ *http.Request) {
+	g := d.gen.Load()
 	writeJSON(w, http.StatusOK, client.Status{
 		Version: d.opts.Version, PID: os.Getpid(), Started: d.started, State: d.opts.Dirs.State,
-		Config: d.configSource(), Generation: d.genID.Load(), Hash: *d.genHash.Load(),
+		Config: d.configSource(), Generation: g.ID, Hash: g.Hash,
 	})
 }
 
@@ -331,7 +332,7 @@ func (d *Daemon) apiApply(w http.ResponseWriter, r *http.Request) {
 func problems(ps config.Problems) []client.Problem {
 	out := make([]client.Problem, len(ps))
 	for i, p := range ps {
-		out[i] = client.Problem(p)
+		out[i] = client.Problem{Path: p.Path, Code: p.Code, Severity: p.Severity, Message: p.Message}
 	}
 	return out
 }

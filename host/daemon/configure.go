@@ -4,28 +4,23 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
-	"github.com/open-conduit/open-conduit/host/service"
 	"github.com/open-conduit/open-conduit/host/validate"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
 )
 
 // genNamespace keeps the daemon's own records in the store's KV. "core" is
 // a reserved name no package can take, so no extension can address it.
 const genNamespace = "core.config"
 
-// adopt checks a config against the packages and makes it the running
-// generation, numbered after the last one the store recorded.
-func (d *Daemon) adopt(cfg *config.Config, data []byte, ms []*protocol.Manifest) error {
-	problems := config.Check(cfg, ms)
-	if errs := problems.Errors(); len(errs) > 0 {
-		return fmt.Errorf("the configuration has %d problem(s); fix them and start again (open-conduit config check lists them):\n%w", len(errs), errs)
-	}
+// adopt numbers a checked generation after the last one the store
+// recorded and makes it the running one, in one pointer swap.
+func (d *Daemon) adopt(g *config.Generation) error {
 	var id int64
 	err := d.db.Update(func(tx *pebblekv.Tx) error {
 		v, _, found, err := tx.KVGet(genNamespace, "generation")
@@ -39,72 +34,24 @@ func (d *Daemon) adopt(cfg *config.Config, data []byte, ms []*protocol.Manifest)
 		if err := tx.KVPut(genNamespace, "generation", []byte(strconv.FormatInt(id, 10))); err != nil {
 			return err
 		}
-		return tx.KVPut(genNamespace, "text", data)
+		return tx.KVPut(genNamespace, "text", g.Text)
 	})
 	if err != nil {
 		return fmt.Errorf("recording the config generation: %w", err)
 	}
-	hash := config.Hash(data)
-	d.genID.Store(id)
-	d.genHash.Store(&hash)
-	d.problems = problems
-	d.gen.Store(&service.Generation{Config: cfg, Dir: filepath.Dir(d.opts.ConfigFile)})
-	for _, p := range problems {
+	d.gen.Store(g.WithID(id))
+	for _, p := range g.Problems {
 		d.logger.Warn("config warning", "path", p.Path, "code", p.Code, "message", p.Message)
 	}
 	return nil
 }
 
-// configureParams are what configure sends one package: its entries in
-// enabled scopes (and, apart, in disabled ones), the connections of its
-// types (secret names only), and its KV layout.
+// configureParams are what configure sends one package: what it sees of
+// the running generation, and its KV layout.
 func (d *Daemon) configureParams(m *protocol.Manifest) protocol.ConfigureParams {
 	g := d.gen.Load()
-	p := protocol.ConfigureParams{Generation: protocol.Generation{ID: d.genID.Load(), Hash: *d.genHash.Load()}}
-	own := map[string]bool{}
-	for _, e := range m.Provides.Extensions {
-		own[e.Type] = true
-	}
-	connTypes := map[string]bool{}
-	for _, c := range m.Provides.Connections {
-		connTypes[c.Type] = true
-	}
-	usedConns := map[string]bool{}
-	for _, sc := range g.Config.Scopes {
-		var bindingConns []string
-		for _, b := range sc.Bindings {
-			if c, ok := g.Config.Connection(b.Connection); ok && connTypes[c.Type] && slices.Contains(sc.Connections, c.Name) {
-				bindingConns = append(bindingConns, c.Name)
-				usedConns[c.Name] = true
-			}
-		}
-		for _, e := range sc.Entries {
-			if !own[e.Type] {
-				continue
-			}
-			entry := protocol.Entry{Scope: sc.ID, Type: e.Type, Name: e.Name, Config: e.Config, BindingConnections: bindingConns}
-			if c, ok := g.Config.Connection(e.Connection); ok && connTypes[c.Type] && slices.Contains(sc.Connections, c.Name) {
-				entry.Connection = c.Name
-				usedConns[c.Name] = true
-			}
-			if sc.Disabled {
-				p.Disabled = append(p.Disabled, entry)
-			} else {
-				p.Entries = append(p.Entries, entry)
-			}
-		}
-	}
-	for _, c := range g.Config.Connections {
-		if !usedConns[c.Name] {
-			continue
-		}
-		conn := protocol.Connection{Name: c.Name, Type: c.Type, Config: c.Config}
-		for k := range c.SecretRefs {
-			conn.Secrets = append(conn.Secrets, k)
-		}
-		slices.Sort(conn.Secrets)
-		p.Connections = append(p.Connections, conn)
-	}
+	p := g.For(m).Configure()
+	p.Generation = protocol.Generation{ID: g.ID, Hash: g.Hash}
 	// Nothing recorded is layout 0: a package's first configure migrates
 	// from there, which a migration must tolerate anyway.
 	stored := 0
@@ -123,18 +70,15 @@ func (d *Daemon) configureParams(m *protocol.Manifest) protocol.ConfigureParams 
 func (d *Daemon) Apply(ctx context.Context, data []byte) (ApplyResult, error) {
 	d.genMu.Lock()
 	defer d.genMu.Unlock()
-	cfg, err := config.Parse(data)
-	if err != nil {
-		return ApplyResult{Problems: asProblems(err)}, nil
-	}
-	ms := d.manifests()
-	if problems := d.check(ctx, cfg, ms); len(problems.Errors()) > 0 {
+	g, problems := validate.Run(ctx, d.validation(data))
+	if g == nil {
 		return ApplyResult{Problems: problems}, nil
 	}
-	if err := d.adopt(cfg, data, ms); err != nil {
+	if err := d.adopt(g); err != nil {
 		return ApplyResult{}, err
 	}
-	res := ApplyResult{Applied: true, Generation: d.genID.Load(), Hash: *d.genHash.Load(), Problems: d.problems}
+	g = d.gen.Load()
+	res := ApplyResult{Applied: true, Generation: g.ID, Hash: g.Hash, Problems: g.Problems}
 	for _, x := range d.extensions() {
 		if x.session == nil {
 			continue
@@ -150,48 +94,40 @@ func (d *Daemon) Apply(ctx context.Context, data []byte) (ApplyResult, error) {
 // Validate checks a config against the running packages without applying
 // it.
 func (d *Daemon) Validate(ctx context.Context, data []byte) config.Problems {
-	cfg, err := config.Parse(data)
-	if err != nil {
-		return asProblems(err)
-	}
-	return d.check(ctx, cfg, d.manifests())
-}
-
-// check runs the offline rules, then asks each running package to check
-// the objects of its own types.
-func (d *Daemon) check(ctx context.Context, cfg *config.Config, ms []*protocol.Manifest) config.Problems {
-	ps := config.Check(cfg, ms)
-	if len(ps.Errors()) > 0 {
-		return ps
-	}
-	for _, x := range d.extensions() {
-		if x.session == nil || !x.pkg.Manifest.Enabled(protocol.MethodValidate) {
-			continue
-		}
-		s := x.session
-		ps = append(ps, validate.With(ctx, x.pkg.Name, func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
-			var r protocol.ValidateResult
-			err := s.Call(ctx, protocol.MethodValidate, p, &r)
-			return r, err
-		}, validate.Objects(cfg, x.pkg.Manifest))...)
-	}
-	ps.Sort()
+	_, ps := validate.Run(ctx, d.validation(data))
 	return ps
 }
 
-func asProblems(err error) config.Problems {
-	if ps, ok := err.(config.Problems); ok {
-		return ps
+// validation is the pipeline's input for a config sent to the running
+// daemon: its packages, those that could not start apart, asked through
+// their sessions.
+func (d *Daemon) validation(data []byte) validate.Input {
+	in := validate.Input{Text: data, Dir: filepath.Dir(d.opts.ConfigFile), Ask: d.ask}
+	for _, x := range d.extensions() {
+		d.mu.Lock()
+		s, startErr := x.session, x.startErr
+		d.mu.Unlock()
+		if s == nil && startErr != nil {
+			in.Failed = append(in.Failed, validate.Failed{Manifest: x.pkg.Manifest, Err: startErr})
+			continue
+		}
+		in.Running = append(in.Running, x.pkg.Manifest)
 	}
-	return config.Problems{{Path: "/", Code: "invalid_json", Severity: config.Error, Message: err.Error()}}
+	return in
 }
 
-func (d *Daemon) manifests() []*protocol.Manifest {
-	var ms []*protocol.Manifest
-	for _, x := range d.extensions() {
-		ms = append(ms, x.pkg.Manifest)
+// ask has a running package check its objects through its session.
+func (d *Daemon) ask(ctx context.Context, a validate.Ask) config.Problems {
+	var s *session.Session
+	d.mu.Lock()
+	if x := d.exts[a.Manifest.Name]; x != nil {
+		s = x.session
 	}
-	return ms
+	d.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return validate.With(ctx, a.Manifest.Name, validate.SessionCaller(s), a.Objects)
 }
 
 // ApplyResult is what config apply answers.

@@ -23,6 +23,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/service"
+	"github.com/open-conduit/open-conduit/host/validate"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -63,11 +64,8 @@ type Daemon struct {
 	started time.Time
 	lock    *os.File
 
-	gen      atomic.Pointer[service.Generation]
-	genMu    sync.Mutex // serializes applies
-	genID    atomic.Int64
-	genHash  atomic.Pointer[string]
-	problems config.Problems // warnings of the running config
+	gen   atomic.Pointer[config.Generation]
+	genMu sync.Mutex // serializes applies
 
 	mu        sync.Mutex
 	exts      map[string]*extension
@@ -134,11 +132,16 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := discover.CheckConflicts(pkgs); err != nil {
 		return nil, err
 	}
-	cfg, data, err := d.loadConfig(pkgs)
+	data, source, err := d.loadConfig(pkgs)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.adopt(cfg, data, manifests(pkgs)); err != nil {
+	g, cps := validate.Run(ctx, validate.Input{Text: data, Source: source, Dir: filepath.Dir(opts.ConfigFile), Running: manifests(pkgs)})
+	if g == nil {
+		errs := cps.Errors()
+		return nil, fmt.Errorf("the configuration has %d problem(s); fix them and start again (open-conduit config check lists them):\n%w", len(errs), errs)
+	}
+	if err := d.adopt(g); err != nil {
 		return nil, err
 	}
 	d.startAll(ctx, pkgs)
@@ -151,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	ok = true
 	d.logger.Info("open-conduit serving", "state", opts.Dirs.State, "socket", opts.Dirs.Socket(),
-		"config", d.configSource(), "generation", d.genID.Load(), "extensions", len(pkgs))
+		"config", d.configSource(), "generation", d.gen.Load().ID, "extensions", len(pkgs))
 	return d, nil
 }
 
@@ -189,19 +192,18 @@ func manifests(pkgs []discover.Package) []*protocol.Manifest {
 	return out
 }
 
-// loadConfig reads the config file, or builds the embedded default when
-// there is none.
-func (d *Daemon) loadConfig(pkgs []discover.Package) (*config.Config, []byte, error) {
-	cfg, data, err := config.Load(d.opts.ConfigFile)
+// loadConfig reads the config file's text, or builds the embedded
+// default's when there is none; source is the file, "" for the default.
+func (d *Daemon) loadConfig(pkgs []discover.Package) (data []byte, source string, err error) {
+	data, err = os.ReadFile(d.opts.ConfigFile)
 	if err == nil {
-		return cfg, data, nil
+		return data, d.opts.ConfigFile, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, err
+		return nil, "", err
 	}
-	cfg = config.Default(manifests(pkgs))
-	data, err = cfg.Marshal()
-	return cfg, data, err
+	data, err = config.Default(manifests(pkgs)).Marshal()
+	return data, "", err
 }
 
 func (d *Daemon) configSource() string {

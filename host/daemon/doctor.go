@@ -33,9 +33,10 @@ func (d *Daemon) Doctor(ctx context.Context) client.Doctor {
 		add(client.Check{Name: "store", Status: protocol.CheckOK, Detail: fmt.Sprintf("%s, event log at sequence %d", d.opts.Dirs.Store(), seq)})
 	}
 
-	warns := len(d.problems)
+	g := d.gen.Load()
+	warns := len(g.Problems)
 	cfg := client.Check{Name: "config", Status: protocol.CheckOK,
-		Detail: fmt.Sprintf("generation %d from %s", d.genID.Load(), d.configSource())}
+		Detail: fmt.Sprintf("generation %d from %s", g.ID, d.configSource())}
 	if warns > 0 {
 		cfg.Status, cfg.Code = protocol.CheckWarn, "config_warnings"
 		cfg.Detail += fmt.Sprintf(", %d warning(s): open-conduit config check lists them", warns)
