@@ -324,18 +324,12 @@ func configCommand() *command {
 			for _, p := range pkgs {
 				ms = append(ms, p.Manifest)
 			}
-			var ps config.Problems
-			if cfg, err := config.Parse(data); err != nil {
-				ps, _ = err.(config.Problems)
-			} else if ps = config.Check(cfg, ms); len(ps.Errors()) == 0 {
-				// The packages check their own objects: each one the
-				// config uses is started for validate alone.
-				ps = append(ps, validate.Offline(r.ctx, cfg, pkgs, validate.OfflineOptions{})...)
-				ps.Sort()
-			}
+			// The packages check their own objects: each one the config
+			// uses is started for validate alone.
+			_, ps := validate.Run(r.ctx, validate.Input{Text: data, Source: file, Running: ms, Ask: validate.Offline(pkgs, validate.OfflineOptions{})})
 			res := client.Validation{OK: len(ps.Errors()) == 0}
 			for _, p := range ps {
-				res.Problems = append(res.Problems, client.Problem(p))
+				res.Problems = append(res.Problems, client.Problem{Path: p.Path, Code: p.Code, Severity: p.Severity, Message: p.Message})
 			}
 			if w.asJSON {
 				if err := printJSON(r.stdout, res); err != nil {

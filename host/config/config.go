@@ -104,12 +104,14 @@ type ExtensionSettings struct {
 }
 
 // Parse reads a config strictly: exact member names, no unknown members, no
-// duplicates. Problems come back with their JSON path.
+// duplicates, the types the format says. A failure is Problems with one
+// problem: its JSON path, its line and column, and a code (invalid_json,
+// unknown_field, invalid_type, duplicate_field).
 func Parse(data []byte) (*Config, error) {
 	var c Config
 	opts := json.JoinOptions(json.RejectUnknownMembers(true), json.MatchCaseInsensitiveNames(false))
 	if err := json.Unmarshal(data, &c, opts); err != nil {
-		return nil, decodeError(err)
+		return nil, decodeError(data, err)
 	}
 	return &c, nil
 }
@@ -127,9 +129,24 @@ func Load(path string) (*Config, []byte, error) {
 	return c, data, nil
 }
 
-// Hash is the config's content hash: the same text, the same hash.
-func Hash(data []byte) string {
-	sum := sha256.Sum256(data)
+// Hash is a config's content hash: 16 hex characters, the first 8 bytes of
+// the SHA-256 of its canonical JSON (members sorted, no insignificant
+// whitespace, RFC 8785). It hashes the config rather than its text, so
+// re-indenting or reordering an equal config keeps the hash, and an apply
+// of an unchanged config can say so.
+func Hash(c *Config) string {
+	b, err := json.Marshal(c, json.Deterministic(true))
+	if err == nil {
+		v := jsontext.Value(b)
+		err = v.Canonicalize()
+		b = v
+	}
+	if err != nil {
+		// Only a config built in code with an invalid raw config value
+		// gets here; Parse never returns one.
+		b = fmt.Appendf(nil, "%#v", c)
+	}
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
 

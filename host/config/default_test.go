@@ -101,7 +101,7 @@ func TestDefaultShape(t *testing.T) {
 		want := len(m.Provides.Extensions) > 0 || slices.ContainsFunc(m.Provides.Operations, func(o protocol.Operation) bool {
 			return o.Kind == protocol.OperationHandler
 		})
-		if got := Uses(c, &c.Scopes[0], m); got != want {
+		if got := Project(c, m).Uses(DefaultScope); got != want {
 			t.Errorf("default scope uses %s = %v, want %v", m.Name, got, want)
 		}
 	}

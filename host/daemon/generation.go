@@ -274,7 +274,7 @@ func writeConfigFile(path string, text []byte) error {
 func clientProblems(ps config.Problems) []client.Problem {
 	out := make([]client.Problem, len(ps))
 	for i, p := range ps {
-		out[i] = client.Problem{Path: p.Path, Code: p.Code, Severity: p.Severity, Message: p.Message}
+		out[i] = client.Problem{Path: p.Path, Code: p.Code, Severity: p.Severity, Message: p.Message, Line: p.Line, Column: p.Column}
 	}
 	return out
 }

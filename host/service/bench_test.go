@@ -73,8 +73,8 @@ type harness struct {
 func start(tb testing.TB, db *pebblekv.DB, cfg *config.Config) *harness {
 	tb.Helper()
 	m := probe.Extension().Manifest
-	gen := &service.Generation{Config: cfg, Dir: tb.TempDir()}
-	svc := service.New(m, service.Deps{DB: db, Generation: func() *service.Generation { return gen }})
+	gen := &config.Generation{Config: cfg, Dir: tb.TempDir()}
+	svc := service.New(m, service.Deps{DB: db, Generation: func() *config.Generation { return gen }})
 	s, err := session.Start(context.Background(), session.Package{Dir: probeDir, Manifest: m}, session.Options{Host: svc.Table()})
 	if err != nil {
 		tb.Fatal(err)

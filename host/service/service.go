@@ -1,16 +1,16 @@
 // Package service is the scoped host service: the handlers for every call
 // an extension makes to the host (E→H), bound to the identity the host
 // started the process with, never to anything the extension sends. It
-// applies the seed's authority and scoping rules (KV only in the
-// extension's namespaces, state reads only in scopes whose configuration
-// uses it, event.accept only derives, secrets only as its entries select)
-// on top of the store.
+// applies the authority and scoping rules (KV only in the extension's
+// namespaces, state reads only in scopes whose configuration uses it,
+// event.accept only derives, secrets only in scopes where it has an entry
+// and as its entries select) on top of the store, answering each call from
+// the extension's projection of the current configuration generation.
 package service
 
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -20,19 +20,13 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// Generation is the configuration the service answers from: it changes on
-// every config apply, and a service reads it per call.
-type Generation struct {
-	Config *config.Config
-	// Dir is the config file's directory, for file: secret references.
-	Dir string
-}
-
 // Deps is what a service needs from the daemon.
 type Deps struct {
 	DB *pebblekv.DB
-	// Generation returns the current configuration.
-	Generation func() *Generation
+	// Generation returns the current configuration generation; the
+	// service reads it once per call, so a call answers from one
+	// generation even while an apply swaps it.
+	Generation func() *config.Generation
 	// Limits are the causal bounds of derived Events.
 	Limits pebblekv.Limits
 	// Now is the host's clock (default time.Now).
@@ -98,21 +92,17 @@ func (s *Service) refuse(err error) error {
 	return err
 }
 
-// scopes are the scopes whose configuration uses the extension, sorted.
-func (s *Service) scopes() []string {
-	g := s.deps.Generation()
-	if g == nil || g.Config == nil {
-		return nil
-	}
-	out := config.ScopesUsing(g.Config, s.m)
-	slices.Sort(out)
-	return out
+// projection is what the extension sees of the current generation.
+func (s *Service) projection() *config.Projection {
+	return s.deps.Generation().For(s.m)
 }
 
+// scopes are the scopes whose configuration uses the extension, sorted.
+// The slice is shared: never modify it.
+func (s *Service) scopes() []string { return s.projection().ScopeIDs() }
+
 // inScope reports whether the extension may read or write in scope.
-func (s *Service) inScope(scope string) bool {
-	return scope != "" && slices.Contains(s.scopes(), scope)
-}
+func (s *Service) inScope(scope string) bool { return s.projection().Uses(scope) }
 
 func (s *Service) ownNamespace(ns string) error {
 	if !protocol.Namespace(s.name, ns) {

@@ -109,48 +109,15 @@ func (s *Service) page(limit int, read func(r *pebblekv.Reader, limit int) ([]pe
 }
 
 func (s *Service) stateScopes(context.Context, struct{}) (protocol.StateScopesResult, error) {
-	g := s.deps.Generation()
-	res := protocol.StateScopesResult{Scopes: []protocol.ScopeView{}}
-	for _, id := range s.scopes() {
-		if sc, ok := g.Config.Scope(id); ok {
-			res.Scopes = append(res.Scopes, s.view(sc))
-		}
-	}
-	return res, nil
+	return protocol.StateScopesResult{Scopes: s.projection().Views()}, nil
 }
 
 func (s *Service) stateScope(_ context.Context, p protocol.StateScopeParams) (protocol.ScopeView, error) {
-	if !s.inScope(p.ID) {
-		return protocol.ScopeView{}, s.notFound("scope", p.ID)
-	}
-	sc, ok := s.deps.Generation().Config.Scope(p.ID)
+	v, ok := s.projection().View(p.ID)
 	if !ok {
 		return protocol.ScopeView{}, s.notFound("scope", p.ID)
 	}
-	return s.view(sc), nil
-}
-
-// view is a scope as the extension may see it: its own entries (with their
-// config), every route and binding (without theirs), and never a secret
-// reference.
-func (s *Service) view(sc *config.Scope) protocol.ScopeView {
-	v := protocol.ScopeView{ID: sc.ID, Disabled: sc.Disabled}
-	own := map[string]bool{}
-	for _, e := range s.m.Provides.Extensions {
-		own[e.Type] = true
-	}
-	for _, e := range sc.Entries {
-		if own[e.Type] {
-			v.Entries = append(v.Entries, protocol.Entry{Scope: sc.ID, Type: e.Type, Name: e.Name, Config: e.Config, Connection: e.Connection})
-		}
-	}
-	for _, r := range sc.Routes {
-		v.Routes = append(v.Routes, protocol.RouteView{Handler: r.Handler, Binding: r.Binding})
-	}
-	for _, b := range sc.Bindings {
-		v.Bindings = append(v.Bindings, protocol.BindingView{Name: b.Name, Executor: b.Executor, Toolbelt: b.Toolbelt, Operations: b.Operations, Connection: b.Connection})
-	}
-	return v
+	return v, nil
 }
 
 // eventAccept only derives: a root Event comes from ingress or a kv.commit
@@ -196,15 +163,17 @@ func (s *Service) eventAccept(_ context.Context, p protocol.EventAcceptParams) (
 }
 
 // secretResolve answers only what the extension's entries select in a
-// configured scope, or a connection they (or the scope's bindings) name, of
-// one of its declared types, granted by the scope.
+// configured scope, or, in a scope with one of its entries, a connection
+// they or the scope's bindings name, of one of its declared types, granted
+// by the scope.
 func (s *Service) secretResolve(_ context.Context, p protocol.SecretResolveParams) (protocol.SecretResolveResult, error) {
 	g := s.deps.Generation()
-	if !s.inScope(p.Scope) {
+	proj := g.For(s.m)
+	if !proj.Uses(p.Scope) {
 		return protocol.SecretResolveResult{}, s.refuse(protocol.Errorf(protocol.ErrUnauthorized,
 			"scope %q does not use %s, so it resolves no secrets there", p.Scope, s.name))
 	}
-	refs, err := config.SecretNames(g.Config, p.Scope, s.m, p.Connection)
+	refs, err := proj.SecretRefs(p.Scope, p.Connection)
 	if err != nil {
 		return protocol.SecretResolveResult{}, s.refuse(err)
 	}

@@ -1,7 +1,10 @@
-// Package validate asks packages to check the config objects of their own
-// types (entries, connections): the daemon through the running sessions
-// before it applies a configuration, and config check offline, by starting
-// each package the configuration uses for validate alone.
+// Package validate is the one validation pipeline serve, config check and
+// config apply share: parse, the offline rules against the packages'
+// manifests, each package's own validate of the config objects of its
+// types (entries, connections), sorted problems. The packages are asked
+// through the running sessions by the daemon, and offline, for config
+// check, by starting each package the configuration uses for validate
+// alone.
 package validate
 
 import (
@@ -10,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/open-conduit/open-conduit/host/config"
@@ -30,43 +32,7 @@ const (
 const maxMessage = 300
 
 // Object is one config object a package checks, and where it is.
-type Object struct {
-	Path   string
-	Params protocol.ValidateParams
-}
-
-// Objects lists the config objects of m's declared types in cfg: entries
-// of its extension types and connections of its connection types.
-func Objects(cfg *config.Config, m *protocol.Manifest) []Object {
-	ext := map[string]bool{}
-	for _, e := range m.Provides.Extensions {
-		ext[e.Type] = true
-	}
-	conn := map[string]bool{}
-	for _, c := range m.Provides.Connections {
-		conn[c.Type] = true
-	}
-	var out []Object
-	for i, sc := range cfg.Scopes {
-		for j, e := range sc.Entries {
-			if ext[e.Type] {
-				out = append(out, Object{
-					Path:   fmt.Sprintf("/scopes/%d/entries/%d/config", i, j),
-					Params: protocol.ValidateParams{Kind: protocol.ValidateExtension, Type: e.Type, Config: e.Config, Scope: sc.ID, Name: e.Name},
-				})
-			}
-		}
-	}
-	for i, c := range cfg.Connections {
-		if conn[c.Type] {
-			out = append(out, Object{
-				Path:   fmt.Sprintf("/connections/%d/config", i),
-				Params: protocol.ValidateParams{Kind: protocol.ValidateConnection, Type: c.Type, Config: c.Config, Name: c.Name},
-			})
-		}
-	}
-	return out
-}
+type Object = config.Object
 
 // Caller calls validate on a package.
 type Caller func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error)
@@ -119,45 +85,35 @@ type OfflineOptions struct {
 	Timeout time.Duration
 }
 
-// Offline starts, at once, each package with objects in cfg that can
-// validate them, for validate alone: no store behind it (KV, state and
-// event methods refuse), a temporary state directory removed afterwards, an
-// empty configure that reports its KV layout as current. It stops each one
-// once its objects are checked.
-func Offline(ctx context.Context, cfg *config.Config, pkgs []discover.Package, opts OfflineOptions) config.Problems {
+// Offline asks packages started for validate alone, for config check,
+// which has no daemon: each package the pipeline asks (one with objects in
+// the config that serves validate) is started with no store behind it (KV,
+// state and event methods refuse), a temporary state directory removed
+// afterwards, the variables the config being checked grants it, and an
+// empty configure that reports its KV layout as current; it is stopped once
+// its objects are checked. pkgs are the packages discovery found; one the
+// pipeline asks about that is not among them refuses its objects as
+// unavailable.
+func Offline(pkgs []discover.Package, opts OfflineOptions) Asker {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 15 * time.Second
 	}
-	var (
-		mu sync.Mutex
-		ps config.Problems
-		wg sync.WaitGroup
-	)
-	for _, p := range pkgs {
-		objs := Objects(cfg, p.Manifest)
-		if len(objs) == 0 || !p.Manifest.Enabled(protocol.MethodValidate) {
-			continue
+	return func(ctx context.Context, a Ask) config.Problems {
+		for _, p := range pkgs {
+			if p.Manifest == a.Manifest || p.Name == a.Manifest.Name {
+				return offlineOne(ctx, p, a, opts)
+			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			found := offlineOne(ctx, p, objs, opts)
-			mu.Lock()
-			ps = append(ps, found...)
-			mu.Unlock()
-		}()
+		return refuseAll(a, protocol.Errorf(protocol.ErrStartFailed, "%s was not found by discovery", a.Manifest.Name))
 	}
-	wg.Wait()
-	ps.Sort()
-	return ps
 }
 
-func offlineOne(ctx context.Context, p discover.Package, objs []Object, opts OfflineOptions) config.Problems {
+func offlineOne(ctx context.Context, p discover.Package, a Ask, opts OfflineOptions) config.Problems {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	tmp, err := os.MkdirTemp("", "open-conduit-validate-")
 	if err != nil {
-		return config.Problems{unavailable(objs[0].Path, p.Name, err)}
+		return refuseAll(a, err)
 	}
 	defer os.RemoveAll(tmp)
 	m := p.Manifest
@@ -169,6 +125,7 @@ func offlineOne(ctx context.Context, p discover.Package, objs []Object, opts Off
 		StateDir:         tmp,
 		Self:             opts.Self,
 		Environ:          opts.Environ,
+		PassEnv:          a.Config.PassEnv(m.Name),
 		HandshakeTimeout: opts.Timeout,
 		Configure: func() protocol.ConfigureParams {
 			return protocol.ConfigureParams{KV: protocol.KVLayout{Stored: m.KVVersion, Declared: m.KVVersion}}
@@ -176,16 +133,26 @@ func offlineOne(ctx context.Context, p discover.Package, objs []Object, opts Off
 		Backoff: session.Backoff{Min: time.Hour},
 	})
 	if err != nil {
-		var ps config.Problems
-		for _, o := range objs {
-			ps = append(ps, unavailable(o.Path, p.Name, err))
-		}
-		return ps
+		return refuseAll(a, err)
 	}
 	defer s.Close(context.Background())
-	return With(ctx, p.Name, func(ctx context.Context, vp protocol.ValidateParams) (protocol.ValidateResult, error) {
+	return With(ctx, p.Name, SessionCaller(s), a.Objects)
+}
+
+// SessionCaller calls validate through a running session.
+func SessionCaller(s *session.Session) Caller {
+	return func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
 		var r protocol.ValidateResult
-		err := s.Call(ctx, protocol.MethodValidate, vp, &r)
+		err := s.Call(ctx, protocol.MethodValidate, p, &r)
 		return r, err
-	}, objs)
+	}
+}
+
+// refuseAll refuses every object of a package that could not check them.
+func refuseAll(a Ask, err error) config.Problems {
+	ps := make(config.Problems, 0, len(a.Objects))
+	for _, o := range a.Objects {
+		ps = append(ps, unavailable(o.Path, a.Manifest.Name, err))
+	}
+	return ps
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -55,24 +53,5 @@ func TestRefusalsAreOneClippedLine(t *testing.T) {
 	}, objects())
 	if len(ps) != 1 || strings.Contains(ps[0].Message, "second line") || len(ps[0].Message) > maxMessage+100 {
 		t.Fatalf("message %q", ps[0].Message)
-	}
-}
-
-func TestObjectsAreThePackagesOwn(t *testing.T) {
-	m := &protocol.Manifest{Name: "acme", Provides: protocol.Provides{
-		Extensions:  []protocol.ExtensionType{{Type: "acme"}},
-		Connections: []protocol.ConnectionType{{Type: "acme-api"}},
-	}}
-	cfg := &config.Config{
-		Scopes: []config.Scope{{ID: "s", Entries: []config.Entry{
-			{Name: "a", Type: "acme", Config: jsontext.Value(`{"k":1}`)},
-			{Name: "b", Type: "other"},
-		}}},
-		Connections: []config.Connection{{Name: "c", Type: "acme-api"}, {Name: "d", Type: "other-api"}},
-	}
-	objs := Objects(cfg, m)
-	if len(objs) != 2 || objs[0].Path != "/scopes/0/entries/0/config" || objs[0].Params.Scope != "s" ||
-		objs[1].Path != "/connections/0/config" || objs[1].Params.Kind != protocol.ValidateConnection {
-		t.Fatalf("objects %+v", objs)
 	}
 }

@@ -1,0 +1,213 @@
+package validate_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/extensions"
+	"github.com/open-conduit/open-conduit/host/config"
+	"github.com/open-conduit/open-conduit/host/discover"
+	"github.com/open-conduit/open-conduit/host/validate"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// openConduit is the binary, built once: it serves hello as extension-run.
+var openConduit string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "oc-validate-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	openConduit = filepath.Join(dir, "open-conduit")
+	build := exec.Command("go", "build", "-o", openConduit, "github.com/open-conduit/open-conduit")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "go build (the tests need the go command):", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func helloManifest() *protocol.Manifest { return extensions.Served["hello"]().Manifest }
+
+// acme is a package the tests start in no way: it declares one of each
+// kind of name a config can reference.
+func acme() *protocol.Manifest {
+	return &protocol.Manifest{Name: "acme", Protocol: []int{1}, Command: []string{"acme-extension"}, Provides: protocol.Provides{
+		Extensions:  []protocol.ExtensionType{{Type: "acme"}},
+		Connections: []protocol.ConnectionType{{Type: "acme-api"}},
+		Routes:      []protocol.Route{{Handler: "acme"}},
+		Operations:  []protocol.Operation{{Name: "acme.do", Kind: protocol.OperationHandler}},
+	}}
+}
+
+const acmeConfig = `{
+  "scopes": [{
+    "id": "s",
+    "entries": [{"name": "a", "type": "acme", "connection": "c"}],
+    "routes": [{"handler": "acme", "binding": "b"}],
+    "bindings": [{"name": "b", "operations": ["read_context", "acme.do"]}],
+    "connections": ["c"]
+  }],
+  "connections": [{"name": "c", "type": "acme-api"}]
+}`
+
+func TestRunRefusesObjectsOfAPackageThatCouldNotStart(t *testing.T) {
+	why := protocol.Errorf(protocol.ErrKVDowngrade, "acme declares KV layout 1 but the store holds layout 2")
+	refs := []string{"/connections/0/type", "/scopes/0/bindings/0/operations/1", "/scopes/0/entries/0/type", "/scopes/0/routes/0/handler"}
+	cases := []struct {
+		name    string
+		in      validate.Input
+		code    string // at every path in refs; "" for none
+		message []string
+	}{
+		{"a package that could not start: its objects are unavailable, naming it and why",
+			validate.Input{Failed: []validate.Failed{{Manifest: acme(), Err: why}}},
+			validate.CodeExtensionUnavailable, []string{"acme", "kv_downgrade", "store holds layout 2"}},
+		{"negative control: a package nobody has is unknown",
+			validate.Input{}, "", nil},
+		{"negative control: a running package's objects pass",
+			validate.Input{Running: []*protocol.Manifest{acme()}}, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Text = []byte(acmeConfig)
+			g, ps := validate.Run(context.Background(), tc.in)
+			at := map[string]config.Problem{}
+			for _, p := range ps {
+				at[p.Path] = p
+			}
+			switch {
+			case tc.code != "":
+				if g != nil || len(ps) != len(refs) {
+					t.Fatalf("generation %v, problems:\n%v", g, ps)
+				}
+				for _, path := range refs {
+					p := at[path]
+					if p.Code != tc.code || p.Severity != config.Error || p.Line == 0 {
+						t.Errorf("%s: %+v", path, p)
+					}
+					for _, w := range tc.message {
+						if !strings.Contains(p.Message, w) {
+							t.Errorf("%s: message %q does not say %q", path, p.Message, w)
+						}
+					}
+				}
+			case len(tc.in.Running) == 0:
+				if p := at["/scopes/0/entries/0/type"]; p.Code != config.CodeUnknownType {
+					t.Fatalf("want unknown_type, got:\n%v", ps)
+				}
+			default:
+				if g == nil || len(ps) != 0 {
+					t.Fatalf("generation %v, problems:\n%v", g, ps)
+				}
+			}
+		})
+	}
+}
+
+func TestRunParseErrorsComeBackWithLineAndColumn(t *testing.T) {
+	text := "{\n  \"scopes\": [\n    {\"id\": \"s\", \"entrys\": []}\n  ]\n}"
+	g, ps := validate.Run(context.Background(), validate.Input{Text: []byte(text), Running: []*protocol.Manifest{acme()}})
+	if g != nil || len(ps) != 1 || ps[0].Code != config.CodeUnknownField || ps[0].Path != "/scopes/0/entrys" ||
+		ps[0].Line != 3 || ps[0].Column != 17 || !strings.Contains(ps[0].Message, "line 3, column 17") {
+		t.Fatalf("generation %v, problems %+v", g, ps)
+	}
+}
+
+func TestRunAsksPackagesOnlyWhenTheRulesPass(t *testing.T) {
+	var asked atomic.Int32
+	ask := func(_ context.Context, a validate.Ask) config.Problems {
+		asked.Add(1)
+		if a.Manifest.Name != "hello" || len(a.Objects) != 1 || a.Objects[0].Path != "/scopes/0/entries/0/config" || a.Config == nil {
+			t.Errorf("asked %s about %+v", a.Manifest.Name, a.Objects)
+		}
+		return config.Problems{{Path: a.Objects[0].Path, Code: validate.CodeConfigWarning, Severity: config.Warning, Message: "m"}}
+	}
+	in := validate.Input{Running: []*protocol.Manifest{helloManifest(), acme()}, Ask: ask}
+	in.Text = []byte(`{"scopes":[{"id":"s","entries":[{"name":"h","type":"hello"},{"name":"x","type":"nope"}]}]}`)
+	if g, ps := validate.Run(context.Background(), in); g != nil || asked.Load() != 0 || len(ps) != 1 {
+		t.Fatalf("a config the rules refuse: generation %v, asked %d, problems %v", g, asked.Load(), ps)
+	}
+	// Negative control: once the rules pass, the package with objects
+	// (hello; acme has none here) is asked, and its warning is kept.
+	in.Text = []byte(`{"scopes":[{"id":"s","entries":[{"name":"h","type":"hello","config":{}}]}]}`)
+	g, ps := validate.Run(context.Background(), in)
+	if g == nil || asked.Load() != 1 || len(ps) != 1 || len(g.Problems) != 1 || g.Problems[0].Line == 0 {
+		t.Fatalf("a good config: generation %v, asked %d, problems %v", g, asked.Load(), ps)
+	}
+}
+
+func TestRunMakesAnUnnumberedGeneration(t *testing.T) {
+	text := []byte(`{"scopes":[{"id":"s","entries":[{"name":"a","type":"acme"}]}]}`)
+	cases := []struct {
+		name, source, dir, wantDir string
+	}{
+		{"a file's directory anchors its file: references", "/etc/oc/config.json", "", "/etc/oc"},
+		{"an explicit directory wins", "/etc/oc/config.json", "/srv/oc", "/srv/oc"},
+		{"the embedded default has no file", "", "/home/op/.config/open-conduit", "/home/op/.config/open-conduit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ps := validate.Run(context.Background(), validate.Input{Text: text, Source: tc.source, Dir: tc.dir, Running: []*protocol.Manifest{acme()}})
+			if g == nil || len(ps) != 0 {
+				t.Fatalf("problems %v", ps)
+			}
+			if g.ID != 0 || g.Dir != tc.wantDir || g.Source != tc.source || string(g.Text) != string(text) || g.Hash != config.Hash(g.Config) {
+				t.Fatalf("generation %+v", g)
+			}
+			if !g.For(acme()).Uses("s") {
+				t.Error("the generation's projection does not see acme's scope")
+			}
+		})
+	}
+}
+
+// TestOfflineStartsEachPackageForValidateAlone runs the pipeline as config
+// check does: hello, a real process started for validate alone, refuses an
+// entry it cannot use; a package whose command cannot start refuses its
+// objects as unavailable, naming it.
+func TestOfflineStartsEachPackageForValidateAlone(t *testing.T) {
+	hello := helloManifest()
+	broken := &protocol.Manifest{Name: "broken", Protocol: []int{1}, Command: []string{"broken-extension"},
+		Provides: protocol.Provides{Extensions: []protocol.ExtensionType{{Type: "broken"}}}}
+	pkgs := []discover.Package{
+		{Name: "hello", Manifest: hello, Source: discover.Bundled, HostRun: true},
+		{Name: "broken", Manifest: broken, Dir: t.TempDir(), Source: discover.Installed},
+	}
+	ask := validate.Offline(pkgs, validate.OfflineOptions{Self: openConduit})
+	run := func(text string) (*config.Generation, config.Problems) {
+		return validate.Run(context.Background(), validate.Input{Text: []byte(text), Running: []*protocol.Manifest{hello, broken}, Ask: ask})
+	}
+
+	g, ps := run("{\"scopes\": [{\"id\": \"s\", \"entries\": [\n" +
+		"  {\"name\": \"h\", \"type\": \"hello\", \"config\": {\"colour\": \"red\"}},\n" +
+		"  {\"name\": \"b\", \"type\": \"broken\"}]}]}")
+	if g != nil || len(ps) != 2 {
+		t.Fatalf("generation %v, problems:\n%v", g, ps)
+	}
+	if p := ps[0]; p.Path != "/scopes/0/entries/0/config" || p.Code != validate.CodeInvalidConfig || p.Line != 2 || !strings.Contains(p.Message, "hello refuses") {
+		t.Errorf("hello's refusal: %+v", p)
+	}
+	if p := ps[1]; p.Path != "/scopes/0/entries/1/config" || p.Code != validate.CodeExtensionUnavailable || !strings.Contains(p.Message, "broken") {
+		t.Errorf("the broken package: %+v", p)
+	}
+
+	// Negative control: an entry hello accepts passes, and the broken
+	// package, with no objects, is never started.
+	g, ps = run(`{"scopes": [{"id": "s", "entries": [{"name": "h", "type": "hello", "config": {"greeting": "hi"}}]}]}`)
+	if g == nil || len(ps) != 0 {
+		t.Fatalf("a config hello accepts: generation %v, problems:\n%v", g, ps)
+	}
+}
