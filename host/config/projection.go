@@ -207,22 +207,26 @@ func (p *Projection) grantedOwn(s *Scope, name string, o owned) (*Connection, bo
 // configureContent is what configure sends: the package's entries in
 // enabled scopes and, apart, in disabled ones, each with the connection it
 // names and the connections its scope's bindings name (of the package's
-// types, granted by the scope); and those connections, config and secret
-// names only, in config order.
+// types, granted by the scope, each once); and those connections, config
+// and secret names only, in config order. A connection only a binding names
+// in a scope where the package has no entry is not the package's there (it
+// may not resolve its secrets), so it is not sent.
 func (p *Projection) configureContent(o owned) {
 	used := map[string]bool{}
 	for i := range p.cfg.Scopes {
 		s := &p.cfg.Scopes[i]
 		var bindingConns []string
 		for _, b := range s.Bindings {
-			if cn, ok := p.grantedOwn(s, b.Connection, o); ok {
+			if cn, ok := p.grantedOwn(s, b.Connection, o); ok && !slices.Contains(bindingConns, cn.Name) {
 				bindingConns = append(bindingConns, cn.Name)
-				used[cn.Name] = true
 			}
 		}
 		for _, e := range s.Entries {
 			if !o.ext[e.Type] {
 				continue
+			}
+			for _, name := range bindingConns {
+				used[name] = true
 			}
 			entry := protocol.Entry{Scope: s.ID, Type: e.Type, Name: e.Name, Config: e.Config, BindingConnections: bindingConns}
 			if cn, ok := p.grantedOwn(s, e.Connection, o); ok {

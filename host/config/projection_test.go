@@ -80,7 +80,7 @@ func TestProjectionConfigureContent(t *testing.T) {
 		m    *protocol.Manifest
 		want string
 	}{
-		{"alpha: entries with their granted connection and the scope's binding connections; disabled apart; connections named anywhere",
+		{"alpha: entries with their granted connection and the scope's binding connections; disabled apart; not a connection only a binding names where alpha has no entry",
 			projectionConfig(), alpha,
 			`{"generation":{"id":0},` +
 				`"entries":[` +
@@ -88,8 +88,7 @@ func TestProjectionConfigureContent(t *testing.T) {
 				`{"scope":"zeta","type":"alpha","name":"a2","binding_connections":["a-bound"]}],` +
 				`"connections":[` +
 				`{"name":"a-main","type":"alpha","config":{"url":"https://a.example"},"secrets":["extra","token"]},` +
-				`{"name":"a-bound","type":"alpha","secrets":["token"]},` +
-				`{"name":"a-elsewhere","type":"alpha","secrets":["token"]}],` +
+				`{"name":"a-bound","type":"alpha","secrets":["token"]}],` +
 				`"disabled":[{"scope":"off","type":"alpha","name":"a3","connection":"a-main"}],` +
 				`"kv":{"stored":0,"declared":0}}`},
 		{"beta: never alpha's connections", projectionConfig(), beta,

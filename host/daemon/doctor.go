@@ -31,7 +31,7 @@ func (d *Daemon) Doctor(ctx context.Context) client.Doctor {
 	if err != nil {
 		add(client.Check{Name: "store", Status: protocol.CheckFail, Code: "store_unreadable", Detail: err.Error()})
 	} else {
-		add(client.Check{Name: "store", Status: protocol.CheckOK, Detail: fmt.Sprintf("%s, event log at sequence %d", d.opts.Dirs.Store(), seq)})
+		add(client.Check{Name: "store", Status: protocol.CheckOK, Detail: fmt.Sprintf("%s, event log at sequence %d", d.dirs.Store(), seq)})
 	}
 
 	add(configCheck(d.gen.Load(), d.Phase()))
