@@ -47,9 +47,6 @@ func HostKVRules(m *Manifest, inScope func(scope string) bool) KVRules {
 	return r
 }
 
-// Extension is the name the rules are bound to.
-func (r KVRules) Extension() string { return r.extension }
-
 func (r KVRules) checkSource(e Emission) error {
 	if !SourceNamespace(r.extension, e.Source) {
 		return Errorf(ErrUnauthorized, "source %q is not %s's: an Event's source is %s or %s/<suffix>",
