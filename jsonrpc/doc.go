@@ -20,7 +20,9 @@
 //   - authored errors cross as -32000 with data.code; anything else as
 //     internal, with the detail kept in this side's log; a panicking handler
 //     answers internal and the connection lives on;
-//   - a typed handler table both sides register their methods in.
+//   - a typed handler table both sides register their methods in, and typed
+//     calls: Serve and Invoke take a protocol.Desc, so a method's name and its
+//     params and result types are bound once for the server and the caller.
 //
 // It knows no method's meaning.
 package jsonrpc

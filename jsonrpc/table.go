@@ -55,6 +55,23 @@ func Handle[P, R any](t *Table, method string, fn func(ctx context.Context, para
 	})
 }
 
+// Serve registers fn as the handler of d's method, typed by d as Handle
+// types it: the server side of a method descriptor.
+func Serve[P, R any](t *Table, d protocol.Desc[P, R], fn func(ctx context.Context, params P) (R, error)) {
+	Handle(t, d.Name, fn)
+}
+
+// Invoke calls d's method on c with params and decodes the answer into R:
+// the caller side of a method descriptor. Errors are Call's.
+func Invoke[P, R any](ctx context.Context, c *Conn, d protocol.Desc[P, R], params P) (R, error) {
+	var r R
+	if err := c.Call(ctx, d.Name, params, &r); err != nil {
+		var zero R
+		return zero, err
+	}
+	return r, nil
+}
+
 // DecodeParams decodes raw params into v, or refuses them invalid_params
 // with the JSON path of the first member that does not fit.
 func DecodeParams(method string, raw jsontext.Value, v any) error {
@@ -94,6 +111,12 @@ func decodeProblem(err error) string {
 func (t *Table) Lookup(method string) (HandlerFunc, bool) {
 	h, ok := t.handlers[method]
 	return h, ok
+}
+
+// Has reports whether method has a handler.
+func (t *Table) Has(method string) bool {
+	_, ok := t.handlers[method]
+	return ok
 }
 
 // Methods lists the registered methods, sorted.

@@ -2,7 +2,6 @@ package pebblekv
 
 import (
 	"bytes"
-	"errors"
 	"strconv"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -89,12 +88,19 @@ func checkNamespace(ns string) error {
 }
 
 // CommitKV applies one kv.commit batch for extension ext in one synced
-// transaction. See [Tx.CommitKV] for the rules.
+// transaction, under the store's own rules (protocol.StoreKVRules). See
+// [Tx.CommitBatch].
 func (db *DB) CommitKV(ext string, p protocol.KVCommitParams, lim Limits) (protocol.KVCommitResult, error) {
+	return db.CommitBatch(protocol.StoreKVRules(ext), p, lim)
+}
+
+// CommitBatch applies one kv.commit batch under rules in one synced
+// transaction: all of it, or nothing. See [Tx.CommitBatch].
+func (db *DB) CommitBatch(rules protocol.KVRules, p protocol.KVCommitParams, lim Limits) (protocol.KVCommitResult, error) {
 	var res protocol.KVCommitResult
 	err := db.Update(func(tx *Tx) error {
 		var err error
-		res, err = tx.CommitKV(ext, p, lim)
+		res, err = tx.CommitBatch(rules, p, lim)
 		return err
 	})
 	if err != nil {
@@ -103,18 +109,23 @@ func (db *DB) CommitKV(ext string, p protocol.KVCommitParams, lim Limits) (proto
 	return res, nil
 }
 
-// CommitKV applies one kv.commit batch for extension ext inside tx, so a
-// caller can join it with records of its own.
+// CommitKV applies one kv.commit batch for extension ext inside tx under the
+// store's own rules (protocol.StoreKVRules: ext's namespaces and sources).
+// See [Tx.CommitBatch].
+func (tx *Tx) CommitKV(ext string, p protocol.KVCommitParams, lim Limits) (protocol.KVCommitResult, error) {
+	return tx.CommitBatch(protocol.StoreKVRules(ext), p, lim)
+}
+
+// CommitBatch applies one kv.commit batch inside tx under rules, so a caller
+// can join it with records of its own.
 //
 // # Rules
 //
-// Every namespace of the checks, puts and deletes must be one of ext's
-// (protocol.Namespace), and every emission's source one of its sources
-// (protocol.SourceNamespace), else protocol.ErrUnauthorized. Every check must
-// hold: the key's version equals Version, or the key is absent when Absent is
-// set; else protocol.ErrConflict naming the key. Then each emission is
-// accepted in order (an emission may name an earlier one as its parent), and
-// then the puts and the deletes apply, in that order.
+// rules (protocol.KVRules.Commit) decide what the batch may touch, what each
+// emission must be, and the order: the checks, then the emissions, then the
+// puts, then the deletes. A host serving an extension passes
+// protocol.HostKVRules, which also check each emission's scope, family and
+// schema; protocol.StoreKVRules check only the namespaces and sources.
 //
 // # Emissions
 //
@@ -127,92 +138,34 @@ func (db *DB) CommitKV(ext string, p protocol.KVCommitParams, lim Limits) (proto
 // # Errors
 //
 // On error the batch must not commit: tx may already hold part of it. Return
-// the error from the Update function ([DB.CommitKV] does), and nothing
-// applies. The family, schema and scope of each emission are the caller's to
-// check before.
-func (tx *Tx) CommitKV(ext string, p protocol.KVCommitParams, lim Limits) (protocol.KVCommitResult, error) {
-	if err := checkCommit(ext, p); err != nil {
-		return protocol.KVCommitResult{}, err
-	}
-	for _, c := range p.Checks {
-		_, version, found, err := tx.KVGet(c.Namespace, c.Key)
-		if err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-		switch {
-		case c.Absent && found:
-			return protocol.KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%q exists; the batch required it absent", c.Namespace, c.Key)
-		case !c.Absent && !found:
-			return protocol.KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%q is absent; the batch required version %s", c.Namespace, c.Key, c.Version)
-		case !c.Absent && version != c.Version:
-			return protocol.KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%q changed since version %s was read", c.Namespace, c.Key, c.Version)
-		}
-	}
-	var res protocol.KVCommitResult
-	for _, e := range p.Emissions {
-		ev, added, err := tx.Accept(EventInput{
-			Scope: e.Scope, Source: e.Source, Type: e.Type, DeliveryID: e.DeliveryID,
-			Parent: e.Parent, Payload: e.Payload,
-		}, lim)
-		switch {
-		case errors.Is(err, protocol.ErrCausalLimit):
-			res.Emissions = append(res.Emissions, protocol.EmissionResult{Refused: protocol.CodeCausalLimit})
-		case err != nil:
-			return protocol.KVCommitResult{}, err
-		default:
-			res.Emissions = append(res.Emissions, protocol.EmissionResult{EventID: ev.ID, Added: added})
-		}
-	}
-	for _, w := range p.Puts {
-		if err := tx.KVPut(w.Namespace, w.Key, w.Value); err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-		res.Versions = append(res.Versions, protocol.KVVersion(w.Value))
-	}
-	for _, d := range p.Deletes {
-		if err := tx.KVDelete(d.Namespace, d.Key); err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-	}
-	return res, nil
+// the error from the Update function ([DB.CommitBatch] does), and nothing
+// applies.
+func (tx *Tx) CommitBatch(rules protocol.KVRules, p protocol.KVCommitParams, lim Limits) (protocol.KVCommitResult, error) {
+	return rules.Commit(batchTx{tx: tx, lim: lim}, p)
 }
 
-// checkCommit refuses a batch touching anything outside ext's namespaces and
-// sources, before anything is read or written.
-func checkCommit(ext string, p protocol.KVCommitParams) error {
-	if !protocol.IsIdentifier(ext) {
-		return protocol.Errorf(protocol.ErrInvalid, "extension name %q is not an identifier", ext)
-	}
-	own := func(ns string) error {
-		if !protocol.Namespace(ext, ns) {
-			return protocol.Errorf(protocol.ErrUnauthorized,
-				"namespace %q is not %s's: an extension reads and writes only %s and %s.*; nothing in the batch applied", ns, ext, ext, ext)
-		}
-		return nil
-	}
-	for _, c := range p.Checks {
-		if err := own(c.Namespace); err != nil {
-			return err
-		}
-	}
-	for _, w := range p.Puts {
-		if err := own(w.Namespace); err != nil {
-			return err
-		}
-	}
-	for _, d := range p.Deletes {
-		if err := own(d.Namespace); err != nil {
-			return err
-		}
-	}
-	for _, e := range p.Emissions {
-		if !protocol.SourceNamespace(ext, e.Source) {
-			return protocol.Errorf(protocol.ErrUnauthorized,
-				"emission source %q is not %s's: use %s or %s/*; nothing in the batch applied", e.Source, ext, ext, ext)
-		}
-	}
-	return nil
+// batchTx is a Tx as protocol.KVRules.Commit sees it.
+type batchTx struct {
+	tx  *Tx
+	lim Limits
 }
+
+func (b batchTx) KVVersion(ns, key string) (string, bool, error) {
+	_, version, found, err := b.tx.KVGet(ns, key)
+	return version, found, err
+}
+
+func (b batchTx) Emit(e protocol.Emission) (string, bool, error) {
+	ev, added, err := b.tx.Accept(EventInput{
+		Scope: e.Scope, Source: e.Source, Type: e.Type, DeliveryID: e.DeliveryID,
+		Parent: e.Parent, Payload: e.Payload,
+	}, b.lim)
+	return ev.ID, added, err
+}
+
+func (b batchTx) KVPut(ns, key string, value []byte) error { return b.tx.KVPut(ns, key, value) }
+
+func (b batchTx) KVDelete(ns, key string) error { return b.tx.KVDelete(ns, key) }
 
 // KVLayoutVersion reads ext's recorded KV layout version from the reserved
 // core.extensions namespace; recorded false means none was ever recorded.

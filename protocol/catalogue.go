@@ -230,28 +230,6 @@ func gated(m Method, permission string) Method { m.Permission = permission; retu
 func inTx(m Method) Method                     { m.InTransaction = true; return m }
 func served(m Method) Method                   { m.Served = true; return m }
 
-// Lifecycle and transport method names.
-const (
-	MethodInitialize = "initialize"
-	MethodConfigure  = "configure"
-	MethodShutdown   = "shutdown"
-	MethodCancel     = "$/cancel"
-
-	MethodKVGet    = "kv.get"
-	MethodKVList   = "kv.list"
-	MethodKVCommit = "kv.commit"
-
-	MethodOperationCall  = "operation.call"
-	MethodIngressDeliver = "ingress.deliver"
-	MethodArtifactCreate = "artifact.create"
-	MethodArtifactWrite  = "artifact.write"
-	MethodArtifactCommit = "artifact.commit"
-	MethodArtifactAbort  = "artifact.abort"
-	MethodTaskRun        = "task.run"
-	MethodValidate       = "validate"
-	MethodCheckRun       = "check.run"
-)
-
 // catalogue is every wire method, in the seed's inventory order.
 var catalogue = []Method{
 	// Lifecycle and transport.
@@ -264,134 +242,134 @@ var catalogue = []Method{
 	served(h2e(MethodValidate, SurfaceConfigTypes, "check a config object of a declared type; refusals say what to change, warnings too", usersAll...)),
 
 	// Ingress.
-	h2e("webhook.handle", SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...),
-	h2e("ingress.push", SurfaceIngress, "turn one delivery into observations and events", usersIngress...),
-	h2e("ingress.reconcile", SurfaceIngress, "scan a source for one page of observations", usersIngress...),
+	h2e(MethodWebhookHandle, SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...),
+	h2e(MethodIngressPush, SurfaceIngress, "turn one delivery into observations and events", usersIngress...),
+	h2e(MethodIngressReconcile, SurfaceIngress, "scan a source for one page of observations", usersIngress...),
 	e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL"),
 
 	// Routing and Work kinds.
-	h2e("route.match", SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...),
-	h2e("route.samples", SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...),
-	inTx(h2e("work_kind.trigger", SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC")),
-	inTx(h2e("recurrence.next", SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS")),
-	e2h("timer.arm", SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS"),
-	e2h("timer.cancel", SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS"),
+	h2e(MethodRouteMatch, SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...),
+	h2e(MethodRouteSamples, SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...),
+	inTx(h2e(MethodWorkKindTrigger, SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC")),
+	inTx(h2e(MethodRecurrenceNext, SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS")),
+	e2h(MethodTimerArm, SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS"),
+	e2h(MethodTimerCancel, SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS"),
 
 	// Toolbelt operations.
 	served(h2e(MethodOperationCall, SurfaceHandlerOps, "run a handler operation with its authority and request_id", "GH", "SL", "TR", "BB", "IS", "HU")),
-	h2e("operation.wait", SurfaceWaitOps, "plan a wait for a wait operation", "GH"),
-	h2e("operation.emit", SurfaceEmitOps, "plan an Event for an emit operation", "IS"),
-	inTx(h2e("emit.commit", SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS")),
-	inTx(h2e("dependency.filter", SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH")),
-	gated(h2e("operation.gate", SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate),
-	gated(h2e("work.admit", SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate),
-	gated(e2h("work.settle_hold", SurfaceStartGate, "settle a hold the extension's start gate placed", "HU"), PermissionStartGate),
-	e2h("wait.progress", SurfaceWaitOps, "set the progress line of a Wait the extension owns", "GH"),
-	e2h("wait.target", SurfaceWaitOps, "resolve a <kind>:<name> wait target in the extension's scopes", "GH"),
-	h2e("target.resolve", SurfaceTargets, "resolve a wait target of a declared kind", "SC"),
+	h2e(MethodOperationWait, SurfaceWaitOps, "plan a wait for a wait operation", "GH"),
+	h2e(MethodOperationEmit, SurfaceEmitOps, "plan an Event for an emit operation", "IS"),
+	inTx(h2e(MethodEmitCommit, SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS")),
+	inTx(h2e(MethodDependencyFilter, SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH")),
+	gated(h2e(MethodOperationGate, SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate),
+	gated(h2e(MethodWorkAdmit, SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate),
+	gated(e2h(MethodWorkSettleHold, SurfaceStartGate, "settle a hold the extension's start gate placed", "HU"), PermissionStartGate),
+	e2h(MethodWaitProgress, SurfaceWaitOps, "set the progress line of a Wait the extension owns", "GH"),
+	e2h(MethodWaitTarget, SurfaceWaitOps, "resolve a <kind>:<name> wait target in the extension's scopes", "GH"),
+	h2e(MethodTargetResolve, SurfaceTargets, "resolve a wait target of a declared kind", "SC"),
 
 	// Rendering, authority, segments.
-	h2e("event.render", SurfaceRender, "render an Event of the extension's own families for a prompt", "GH", "SL", "IS"),
-	e2h("event.render_owned", SurfaceExecutors, "render an Event through the extension that owns its family", "CC"),
-	e2h("scope.authorize", SurfaceAlways, "may one of the extension's scopes read or file in another", "GH"),
-	h2e("segment.ended", SurfaceSegmentEnd, "a container segment settled; revoke what was issued for it", "GH"),
+	h2e(MethodEventRender, SurfaceRender, "render an Event of the extension's own families for a prompt", "GH", "SL", "IS"),
+	e2h(MethodEventRenderOwned, SurfaceExecutors, "render an Event through the extension that owns its family", "CC"),
+	e2h(MethodScopeAuthorize, SurfaceAlways, "may one of the extension's scopes read or file in another", "GH"),
+	h2e(MethodSegmentEnded, SurfaceSegmentEnd, "a container segment settled; revoke what was issued for it", "GH"),
 
 	// Executors.
-	h2e("executor.run", SurfaceExecutors, "start an execution of a Work", usersExec...),
-	h2e("executor.recover", SurfaceExecutors, "adopt an execution from its persisted recovery metadata", usersExec...),
-	h2e("executor.wait", SurfaceExecutors, "observe an execution until it settles (cancel stops observing only)", usersExec...),
-	h2e("executor.resume", SurfaceResume, "resume a waiting execution with new input", usersExec...),
-	h2e("executor.interrupt", SurfaceInterrupt, "interrupt a running execution", usersExec...),
-	h2e("executor.inject", SurfaceInject, "inject input into a running execution", usersExec...),
-	h2e("executor.forget", SurfaceForget, "forget an execution's local state", usersExec...),
-	h2e("executor.stop", SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC"),
-	h2e("executor.interactive_launch", SurfaceLaunch, "the argv and environment for an operator's interactive launch", "CC", "CX"),
-	h2e("executor.attach", SurfaceAttach, "attach the operator to a running session", "CC"),
-	h2e("executor.container_attach", SurfaceContainerAttach, "attach to Work that ran in a container", "CC"),
-	h2e("executor.live", SurfaceLive, "a running attempt's output so far", "CC"),
-	e2h("execution.persist_recovery", SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...),
+	h2e(MethodExecutorRun, SurfaceExecutors, "start an execution of a Work", usersExec...),
+	h2e(MethodExecutorRecover, SurfaceExecutors, "adopt an execution from its persisted recovery metadata", usersExec...),
+	h2e(MethodExecutorWait, SurfaceExecutors, "observe an execution until it settles (cancel stops observing only)", usersExec...),
+	h2e(MethodExecutorResume, SurfaceResume, "resume a waiting execution with new input", usersExec...),
+	h2e(MethodExecutorInterrupt, SurfaceInterrupt, "interrupt a running execution", usersExec...),
+	h2e(MethodExecutorInject, SurfaceInject, "inject input into a running execution", usersExec...),
+	h2e(MethodExecutorForget, SurfaceForget, "forget an execution's local state", usersExec...),
+	h2e(MethodExecutorStop, SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC"),
+	h2e(MethodExecutorInteractiveLaunch, SurfaceLaunch, "the argv and environment for an operator's interactive launch", "CC", "CX"),
+	h2e(MethodExecutorAttach, SurfaceAttach, "attach the operator to a running session", "CC"),
+	h2e(MethodExecutorContainerAttach, SurfaceContainerAttach, "attach to Work that ran in a container", "CC"),
+	h2e(MethodExecutorLive, SurfaceLive, "a running attempt's output so far", "CC"),
+	e2h(MethodExecutionPersistRecovery, SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...),
 
 	// Workspaces, sandboxes, containers.
-	e2h("resource.acquire", SurfaceWorkspace, "acquire the binding's workspace for a run", "CC"),
-	e2h("resource.lookup", SurfaceWorkspace, "look up a run's workspace", "CC"),
-	h2e("provider.acquire", SurfaceResources, "acquire a resource for an owner and mode", "GIT"),
-	h2e("provider.lookup", SurfaceResources, "look up an acquired resource", "GIT"),
-	h2e("provider.reconcile", SurfaceResources, "repair resources against the host's owner status", "GIT"),
-	h2e("provider.sweep", SurfaceSweep, "remove spare resources no release covers", "GIT"),
-	e2h("provider.owner_status", SurfaceResources, "is an owner still live (during reconcile or sweep)", "GIT"),
-	e2h("sandbox.plan", SurfaceExecSandbox, "plan a launch in the run's sandbox", "SH", "CC"),
-	e2h("sandbox.adopt", SurfaceExecSandbox, "adopt a launch under a pinned sandbox plan", "SH", "CC"),
-	e2h("container.launch", SurfaceExecContainer, "launch in the run's container", "SH", "CC"),
-	e2h("container.adopt", SurfaceExecContainer, "adopt a container launch after a restart", "SH", "CC"),
-	h2e("sandbox_provider.plan", SurfaceSandboxes, "plan a sandboxed launch for its needs", "SRT"),
-	h2e("sandbox_provider.adopt", SurfaceSandboxes, "adopt a segment under a pinned plan", "SRT"),
-	h2e("container_provider.plan", SurfaceContainers, "plan a container for a launch", usersContainr...),
-	h2e("container_provider.create", SurfaceContainers, "create the planned container", usersContainr...),
-	h2e("container_provider.signal", SurfaceContainers, "signal a container's process", usersContainr...),
-	h2e("container_provider.stop", SurfaceContainers, "stop a container", usersContainr...),
-	h2e("container_provider.inspect", SurfaceContainers, "inspect one container", usersContainr...),
-	h2e("container_provider.list", SurfaceContainers, "list the provider's containers of this host", usersContainr...),
-	h2e("container_provider.remove", SurfaceContainers, "remove a container", usersContainr...),
-	h2e("container_provider.forward", SurfaceForward, "the address the toolbelt is served on for a container", usersContainr...),
+	e2h(MethodResourceAcquire, SurfaceWorkspace, "acquire the binding's workspace for a run", "CC"),
+	e2h(MethodResourceLookup, SurfaceWorkspace, "look up a run's workspace", "CC"),
+	h2e(MethodProviderAcquire, SurfaceResources, "acquire a resource for an owner and mode", "GIT"),
+	h2e(MethodProviderLookup, SurfaceResources, "look up an acquired resource", "GIT"),
+	h2e(MethodProviderReconcile, SurfaceResources, "repair resources against the host's owner status", "GIT"),
+	h2e(MethodProviderSweep, SurfaceSweep, "remove spare resources no release covers", "GIT"),
+	e2h(MethodProviderOwnerStatus, SurfaceResources, "is an owner still live (during reconcile or sweep)", "GIT"),
+	e2h(MethodSandboxPlan, SurfaceExecSandbox, "plan a launch in the run's sandbox", "SH", "CC"),
+	e2h(MethodSandboxAdopt, SurfaceExecSandbox, "adopt a launch under a pinned sandbox plan", "SH", "CC"),
+	e2h(MethodContainerLaunch, SurfaceExecContainer, "launch in the run's container", "SH", "CC"),
+	e2h(MethodContainerAdopt, SurfaceExecContainer, "adopt a container launch after a restart", "SH", "CC"),
+	h2e(MethodSandboxProviderPlan, SurfaceSandboxes, "plan a sandboxed launch for its needs", "SRT"),
+	h2e(MethodSandboxProviderAdopt, SurfaceSandboxes, "adopt a segment under a pinned plan", "SRT"),
+	h2e(MethodContainerProviderPlan, SurfaceContainers, "plan a container for a launch", usersContainr...),
+	h2e(MethodContainerProviderCreate, SurfaceContainers, "create the planned container", usersContainr...),
+	h2e(MethodContainerProviderSignal, SurfaceContainers, "signal a container's process", usersContainr...),
+	h2e(MethodContainerProviderStop, SurfaceContainers, "stop a container", usersContainr...),
+	h2e(MethodContainerProviderInspect, SurfaceContainers, "inspect one container", usersContainr...),
+	h2e(MethodContainerProviderList, SurfaceContainers, "list the provider's containers of this host", usersContainr...),
+	h2e(MethodContainerProviderRemove, SurfaceContainers, "remove a container", usersContainr...),
+	h2e(MethodContainerProviderForward, SurfaceForward, "the address the toolbelt is served on for a container", usersContainr...),
 
 	// Tunnels.
-	h2e("tunnel.run", SurfaceTunnels, "keep the webhook listener exposed (held open for the daemon's life)", "NG", "CF"),
-	e2h("tunnel.url", SurfaceTunnels, "publish the tunnel's current public URL", "NG", "CF"),
+	h2e(MethodTunnelRun, SurfaceTunnels, "keep the webhook listener exposed (held open for the daemon's life)", "NG", "CF"),
+	e2h(MethodTunnelURL, SurfaceTunnels, "publish the tunnel's current public URL", "NG", "CF"),
 
 	// Storage and state.
 	served(e2h(MethodKVGet, SurfaceAlways, "read one key with its version", usersKV...)),
 	served(e2h(MethodKVList, SurfaceAlways, "list keys of a namespace, with versions", usersKV...)),
 	served(e2h(MethodKVCommit, SurfaceAlways, "apply preconditions, puts, deletes and emissions atomically", usersKV...)),
-	e2h("state.work", SurfaceAlways, "one Work in the extension's scopes", usersState...),
-	e2h("state.works", SurfaceAlways, "Work in the extension's scopes", usersState...),
-	e2h("state.executions", SurfaceAlways, "a Work's executions", usersState...),
-	e2h("state.waits", SurfaceAlways, "a Work's Waits", "HU"),
-	served(e2h("state.event", SurfaceAlways, "one Event in the extension's scopes", usersState...)),
-	served(e2h("state.events", SurfaceAlways, "a page of Events in the extension's scopes (cursor)", usersState...)),
-	served(e2h("state.work_events", SurfaceAlways, "a page of one Work's Events", usersState...)),
-	served(e2h("state.sequence", SurfaceAlways, "the log's latest sequence", "HU")),
-	served(e2h("state.scopes", SurfaceAlways, "the scopes that use the extension", usersState...)),
-	served(e2h("state.scope", SurfaceAlways, "one scope that uses the extension", usersState...)),
-	e2h("state.timers", SurfaceAlways, "the extension's timers", "SC", "IS"),
-	served(e2h("event.accept", SurfaceFamilies, "accept a derived Event of an own family with KV records", "GH", "SC", "IS")),
-	e2h("work.cancel", SurfaceWorkKinds, "cancel Work of an own kind", "IS"),
+	e2h(MethodStateWork, SurfaceAlways, "one Work in the extension's scopes", usersState...),
+	e2h(MethodStateWorks, SurfaceAlways, "Work in the extension's scopes", usersState...),
+	e2h(MethodStateExecutions, SurfaceAlways, "a Work's executions", usersState...),
+	e2h(MethodStateWaits, SurfaceAlways, "a Work's Waits", "HU"),
+	served(e2h(MethodStateEvent, SurfaceAlways, "one Event in the extension's scopes", usersState...)),
+	served(e2h(MethodStateEvents, SurfaceAlways, "a page of Events in the extension's scopes (cursor)", usersState...)),
+	served(e2h(MethodStateWorkEvents, SurfaceAlways, "a page of one Work's Events", usersState...)),
+	served(e2h(MethodStateSequence, SurfaceAlways, "the log's latest sequence", "HU")),
+	served(e2h(MethodStateScopes, SurfaceAlways, "the scopes that use the extension", usersState...)),
+	served(e2h(MethodStateScope, SurfaceAlways, "one scope that uses the extension", usersState...)),
+	e2h(MethodStateTimers, SurfaceAlways, "the extension's timers", "SC", "IS"),
+	served(e2h(MethodEventAccept, SurfaceFamilies, "accept a derived Event of an own family with KV records", "GH", "SC", "IS")),
+	e2h(MethodWorkCancel, SurfaceWorkKinds, "cancel Work of an own kind", "IS"),
 	e2h(MethodArtifactCreate, SurfaceAlways, "open an artifact writer", "SH", "CC"),
 	e2h(MethodArtifactWrite, SurfaceAlways, "write one acknowledged chunk (at most 256 KiB)", "SH", "CC"),
 	e2h(MethodArtifactCommit, SurfaceAlways, "commit an artifact", "SH", "CC"),
 	e2h(MethodArtifactAbort, SurfaceAlways, "abandon an artifact writer", "SH", "CC"),
-	served(e2h("secret.resolve", SurfaceAlways, "resolve secret names bound to the extension's entries", usersSecrets...)),
+	served(e2h(MethodSecretResolve, SurfaceAlways, "resolve secret names bound to the extension's entries", usersSecrets...)),
 
 	// Background passes, doctor, telemetry.
 	served(h2e(MethodTaskRun, SurfaceTasks, "run one pass of a declared task", usersKV...)),
 	served(h2e(MethodCheckRun, SurfaceChecks, "run a declared doctor check on the configuration view", usersAll...)),
-	h2e("telemetry.export", SurfaceExporters, "export a telemetry batch (with a deadline)", "PH", "IS"),
-	gated(h2e("telemetry.sink", SurfaceAlways, "receive every named telemetry event", "IS", "PH"), PermissionTelemetrySink),
-	gated(e2h("telemetry.capture", SurfaceAlways, "record a named telemetry event", "IS", "PH"), PermissionTelemetryCapture),
+	h2e(MethodTelemetryExport, SurfaceExporters, "export a telemetry batch (with a deadline)", "PH", "IS"),
+	gated(h2e(MethodTelemetrySink, SurfaceAlways, "receive every named telemetry event", "IS", "PH"), PermissionTelemetrySink),
+	gated(e2h(MethodTelemetryCapture, SurfaceAlways, "record a named telemetry event", "IS", "PH"), PermissionTelemetryCapture),
 
 	// Setup probes and the config host.
-	gated(e2h("probe.list", SurfaceAlways, "list the setup probes the host offers", "GH", "CC"), PermissionProbes),
-	gated(e2h("probe.run", SurfaceAlways, "run one read-only setup probe (30 s)", "GH", "CC"), PermissionProbes),
-	h2e("probe.serve", SurfaceProbes, "run one of the extension's own probes", "GH", "CC"),
-	gated(e2h("config.base", SurfaceAlways, "the committed generation and a handle on its redacted text", "GH"), PermissionConfigRead),
-	gated(e2h("config.edit", SurfaceAlways, "one RFC 6902 edit against a handle, answered as a new handle", "GH"), PermissionConfigRead),
-	gated(e2h("config.validate", SurfaceAlways, "validate a candidate handle", "GH"), PermissionConfigRead),
-	gated(e2h("config.trace", SurfaceAlways, "trace routes against a candidate handle", "GH"), PermissionConfigRead),
-	gated(h2e("config.candidate", SurfaceConfigCandidate, "the config changes a Work proposes", "GH"), PermissionConfigRead),
+	gated(e2h(MethodProbeList, SurfaceAlways, "list the setup probes the host offers", "GH", "CC"), PermissionProbes),
+	gated(e2h(MethodProbeRun, SurfaceAlways, "run one read-only setup probe (30 s)", "GH", "CC"), PermissionProbes),
+	h2e(MethodProbeServe, SurfaceProbes, "run one of the extension's own probes", "GH", "CC"),
+	gated(e2h(MethodConfigBase, SurfaceAlways, "the committed generation and a handle on its redacted text", "GH"), PermissionConfigRead),
+	gated(e2h(MethodConfigEdit, SurfaceAlways, "one RFC 6902 edit against a handle, answered as a new handle", "GH"), PermissionConfigRead),
+	gated(e2h(MethodConfigValidate, SurfaceAlways, "validate a candidate handle", "GH"), PermissionConfigRead),
+	gated(e2h(MethodConfigTrace, SurfaceAlways, "trace routes against a candidate handle", "GH"), PermissionConfigRead),
+	gated(h2e(MethodConfigCandidate, SurfaceConfigCandidate, "the config changes a Work proposes", "GH"), PermissionConfigRead),
 
 	// Run environment, annotations, actions, panels, setup.
-	h2e("run.environment", SurfaceRunEnvironment, "an environment layer for a run of Work", "GH"),
-	h2e("work.annotate", SurfaceAnnotate, "annotate Work in the extension's scopes", "GH"),
-	h2e("work.actions", SurfaceActions, "the actions offered on a target", "GH", "SL", "HU"),
-	h2e("work.act", SurfaceActions, "invoke an action for an operator", "GH", "SL", "HU"),
-	gated(e2h("action.submit", SurfaceAlways, "invoke an action for a person the extension identified", "GH", "SL"), PermissionActionSubmit),
-	gated(e2h("action.list", SurfaceAlways, "list the actions offered on a target", "GH", "SL"), PermissionActionSubmit),
-	h2e("view.render", SurfacePanels, "a panel on a scope or Work page", "HU"),
-	h2e("setup.run", SurfaceSetup, "run a setup flow with setup.* callbacks", "GH", "SL", "TR"),
-	e2h("setup.prompt", SurfaceSetup, "ask the operator during setup", "GH", "SL", "TR"),
-	e2h("setup.browser", SurfaceSetup, "open a browser during setup", "GH", "SL", "TR"),
-	e2h("setup.secret", SurfaceSetup, "store a secret during setup", "GH", "SL", "TR"),
-	e2h("setup.look_path", SurfaceSetup, "find a program on the operator's PATH", "GH", "SL", "TR"),
-	e2h("setup.exec", SurfaceSetup, "run a program for the operator during setup", "GH", "SL", "TR"),
+	h2e(MethodRunEnvironment, SurfaceRunEnvironment, "an environment layer for a run of Work", "GH"),
+	h2e(MethodWorkAnnotate, SurfaceAnnotate, "annotate Work in the extension's scopes", "GH"),
+	h2e(MethodWorkActions, SurfaceActions, "the actions offered on a target", "GH", "SL", "HU"),
+	h2e(MethodWorkAct, SurfaceActions, "invoke an action for an operator", "GH", "SL", "HU"),
+	gated(e2h(MethodActionSubmit, SurfaceAlways, "invoke an action for a person the extension identified", "GH", "SL"), PermissionActionSubmit),
+	gated(e2h(MethodActionList, SurfaceAlways, "list the actions offered on a target", "GH", "SL"), PermissionActionSubmit),
+	h2e(MethodViewRender, SurfacePanels, "a panel on a scope or Work page", "HU"),
+	h2e(MethodSetupRun, SurfaceSetup, "run a setup flow with setup.* callbacks", "GH", "SL", "TR"),
+	e2h(MethodSetupPrompt, SurfaceSetup, "ask the operator during setup", "GH", "SL", "TR"),
+	e2h(MethodSetupBrowser, SurfaceSetup, "open a browser during setup", "GH", "SL", "TR"),
+	e2h(MethodSetupSecret, SurfaceSetup, "store a secret during setup", "GH", "SL", "TR"),
+	e2h(MethodSetupLookPath, SurfaceSetup, "find a program on the operator's PATH", "GH", "SL", "TR"),
+	e2h(MethodSetupExec, SurfaceSetup, "run a program for the operator during setup", "GH", "SL", "TR"),
 }
 
 var catalogueIndex = func() map[string]*Method {

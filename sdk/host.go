@@ -75,8 +75,8 @@ type Value struct {
 
 // Get reads one key of one of the extension's namespaces.
 func (h *Host) Get(ctx context.Context, namespace, key string) (Value, error) {
-	var r protocol.KVGetResult
-	if err := h.conn().Call(ctx, protocol.MethodKVGet, protocol.KVGetParams{Namespace: namespace, Key: key}, &r); err != nil {
+	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.KVGet, protocol.KVGetParams{Namespace: namespace, Key: key})
+	if err != nil {
 		return Value{}, err
 	}
 	return Value{Found: r.Found, Value: r.Value, Version: r.Version}, nil
@@ -88,9 +88,9 @@ func (h *Host) List(ctx context.Context, namespace, prefix string) ([]protocol.K
 	var out []protocol.KVItem
 	after := ""
 	for {
-		var r protocol.KVListResult
 		p := protocol.KVListParams{Namespace: namespace, Prefix: prefix, After: after, Limit: protocol.KVMaxList}
-		if err := h.conn().Call(ctx, protocol.MethodKVList, p, &r); err != nil {
+		r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.KVList, p)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, r.Items...)
@@ -150,9 +150,7 @@ func (b *Batch) Empty() bool {
 // Commit applies the batch. A failed check is protocol.ErrConflict and
 // applies nothing; re-read and retry.
 func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, error) {
-	var r protocol.KVCommitResult
-	err := h.conn().Call(ctx, protocol.MethodKVCommit, b.p, &r)
-	return r, err
+	return jsonrpc.Invoke(ctx, h.conn(), protocol.KVCommit, b.p)
 }
 
 // maxUpdateAttempts bounds Update's retries on conflict.
@@ -194,17 +192,15 @@ func (h *Host) Update(ctx context.Context, namespace, key string, fn func(old []
 // which answers only after accepting it durably: acknowledge upstream only
 // then.
 func (h *Host) Deliver(ctx context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
-	var r protocol.IngressDeliverResult
-	err := h.conn().Call(ctx, protocol.MethodIngressDeliver, p, &r)
-	return r, err
+	return jsonrpc.Invoke(ctx, h.conn(), protocol.IngressDeliver, p)
 }
 
 // Artifact opens an artifact writer: bytes written are sent in acknowledged
 // chunks of at most 256 KiB, so a slow host slows the writer rather than
 // filling memory.
 func (h *Host) Artifact(ctx context.Context, p protocol.ArtifactCreateParams) (*ArtifactWriter, error) {
-	var r protocol.ArtifactCreateResult
-	if err := h.conn().Call(ctx, protocol.MethodArtifactCreate, p, &r); err != nil {
+	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.ArtifactCreate, p)
+	if err != nil {
 		return nil, err
 	}
 	return &ArtifactWriter{h: h, ctx: ctx, id: r.Artifact, sum: sha256.New()}, nil
@@ -232,9 +228,8 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		n := min(len(p), protocol.MaxChunkBytes)
-		var r protocol.ArtifactWriteResult
-		err := w.h.conn().Call(w.ctx, protocol.MethodArtifactWrite,
-			protocol.ArtifactWriteParams{Artifact: w.id, Offset: w.offset, Data: p[:n]}, &r)
+		_, err := jsonrpc.Invoke(w.ctx, w.h.conn(), protocol.ArtifactWrite,
+			protocol.ArtifactWriteParams{Artifact: w.id, Offset: w.offset, Data: p[:n]})
 		if err != nil {
 			w.err = fmt.Errorf("artifact %s at %d: %w", w.id, w.offset, err)
 			return written, w.err
@@ -253,14 +248,13 @@ func (w *ArtifactWriter) Commit() (protocol.ArtifactCommitResult, error) {
 	if w.err != nil {
 		return protocol.ArtifactCommitResult{}, w.err
 	}
-	var r protocol.ArtifactCommitResult
-	err := w.h.conn().Call(w.ctx, protocol.MethodArtifactCommit,
-		protocol.ArtifactCommitParams{Artifact: w.id, Digest: hex.EncodeToString(w.sum.Sum(nil))}, &r)
-	return r, err
+	return jsonrpc.Invoke(w.ctx, w.h.conn(), protocol.ArtifactCommit,
+		protocol.ArtifactCommitParams{Artifact: w.id, Digest: hex.EncodeToString(w.sum.Sum(nil))})
 }
 
 // Abort abandons the artifact.
 func (w *ArtifactWriter) Abort() error {
-	return w.h.conn().Call(context.WithoutCancel(w.ctx), protocol.MethodArtifactAbort,
-		protocol.ArtifactAbortParams{Artifact: w.id}, nil)
+	_, err := jsonrpc.Invoke(context.WithoutCancel(w.ctx), w.h.conn(), protocol.ArtifactAbort,
+		protocol.ArtifactAbortParams{Artifact: w.id})
+	return err
 }

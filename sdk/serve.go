@@ -94,20 +94,20 @@ func (s *server) gate(_ context.Context, method string) error {
 // each registered surface.
 func (s *server) table() *jsonrpc.Table {
 	t := jsonrpc.NewTable()
-	handle(s, t, protocol.MethodInitialize, s.initialize)
-	handle(s, t, protocol.MethodConfigure, s.configure)
-	handle(s, t, protocol.MethodShutdown, s.shutdown)
+	handle(s, t, protocol.Initialize, s.initialize)
+	handle(s, t, protocol.Configure, s.configure)
+	handle(s, t, protocol.Shutdown, s.shutdown)
 	if len(s.x.operations) > 0 {
-		handle(s, t, protocol.MethodOperationCall, s.operationCall)
+		handle(s, t, protocol.OperationCall, s.operationCall)
 	}
 	if s.x.Validate != nil {
-		handle(s, t, protocol.MethodValidate, s.x.Validate)
+		handle(s, t, protocol.Validate, s.x.Validate)
 	}
 	if len(s.x.tasks) > 0 {
-		handle(s, t, protocol.MethodTaskRun, s.taskRun)
+		handle(s, t, protocol.TaskRun, s.taskRun)
 	}
 	if len(s.x.checks) > 0 {
-		handle(s, t, protocol.MethodCheckRun, s.checkRun)
+		handle(s, t, protocol.CheckRun, s.checkRun)
 	}
 	for name, fn := range s.x.methods {
 		t.HandleRaw(name, func(ctx context.Context, params jsontext.Value) (any, error) {
@@ -117,10 +117,10 @@ func (s *server) table() *jsonrpc.Table {
 	return t
 }
 
-// handle registers a typed method whose handler finds the Host in its
-// context.
-func handle[P, R any](s *server, t *jsonrpc.Table, method string, fn func(context.Context, P) (R, error)) {
-	jsonrpc.Handle(t, method, func(ctx context.Context, p P) (R, error) {
+// handle registers a method through its descriptor, with a handler that
+// finds the Host in its context.
+func handle[P, R any](s *server, t *jsonrpc.Table, d protocol.Desc[P, R], fn func(context.Context, P) (R, error)) {
+	jsonrpc.Serve(t, d, func(ctx context.Context, p P) (R, error) {
 		return fn(withHost(ctx, s.host), p)
 	})
 }

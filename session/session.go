@@ -214,7 +214,8 @@ func Start(ctx context.Context, pkg Package, opts Options) (*Session, error) {
 }
 
 // hostTable is the host's table with every catalogued E→H method it does
-// not serve answering unsupported, honestly, rather than method_not_found.
+// not serve answering unsupported (protocol.UnservedCallback), honestly,
+// rather than method_not_found.
 func hostTable(served *jsonrpc.Table) *jsonrpc.Table {
 	t := jsonrpc.NewTable()
 	for _, name := range served.Methods() {
@@ -222,15 +223,12 @@ func hostTable(served *jsonrpc.Table) *jsonrpc.Table {
 		t.HandleRaw(name, h)
 	}
 	for _, m := range protocol.Catalogue() {
-		if m.Direction != protocol.ExtensionToHost {
-			continue
-		}
-		if _, ok := t.Lookup(m.Name); ok {
+		if m.Direction != protocol.ExtensionToHost || t.Has(m.Name) {
 			continue
 		}
 		name := m.Name
 		t.HandleRaw(name, func(context.Context, jsontext.Value) (any, error) {
-			return nil, protocol.Errorf(protocol.ErrUnsupported, "%s is catalogued but this host does not serve it yet", name)
+			return nil, protocol.UnservedCallback(name)
 		})
 	}
 	return t
@@ -393,23 +391,9 @@ func (s *Session) notRunning(state State, last error) error {
 }
 
 // gate applies the host's rules to every callback from the extension,
-// before its handler runs.
+// before its handler runs (protocol.CheckCallback).
 func (s *Session) gate(_ context.Context, method string) error {
-	if s.inTx.Load() > 0 {
-		return protocol.Errorf(protocol.ErrReentrantCall,
-			"%s: an in-transaction call to %s is outstanding; no callback is served until it answers", method, s.name)
-	}
-	def, ok := protocol.Lookup(method)
-	if !ok || def.Direction == protocol.HostToExtension {
-		return protocol.Errorf(protocol.ErrMethodNotFound, "method %q not found on the host", method)
-	}
-	if !s.pkg.Manifest.Enabled(method) {
-		if def.Permission != "" && !s.pkg.Manifest.HasPermission(def.Permission) {
-			return protocol.Errorf(protocol.ErrUndeclared, "%s needs the %s permission, which %s does not declare", method, def.Permission, s.name)
-		}
-		return protocol.Errorf(protocol.ErrUndeclared, "%s needs the %s surface, which %s does not declare", method, def.Surface, s.name)
-	}
-	return nil
+	return protocol.CheckCallback(s.pkg.Manifest, method, s.table.Has, s.inTx.Load() > 0)
 }
 
 // Reconfigure sends configure again to the running process, without a

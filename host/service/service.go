@@ -63,28 +63,22 @@ func New(m *protocol.Manifest, deps Deps) *Service {
 func (s *Service) Refused() int64 { return s.refused.Load() }
 
 // Table is the handlers, for the extension's session. Methods the service
-// does not list are answered unsupported by the session.
+// does not register are answered unsupported by the session; what it
+// registers is what the catalogue marks served.
 func (s *Service) Table() *jsonrpc.Table {
 	t := jsonrpc.NewTable()
-	jsonrpc.Handle(t, protocol.MethodKVGet, s.kvGet)
-	jsonrpc.Handle(t, protocol.MethodKVList, s.kvList)
-	jsonrpc.Handle(t, protocol.MethodKVCommit, s.kvCommit)
-	jsonrpc.Handle(t, "state.sequence", s.stateSequence)
-	jsonrpc.Handle(t, "state.event", s.stateEvent)
-	jsonrpc.Handle(t, "state.events", s.stateEvents)
-	jsonrpc.Handle(t, "state.work_events", s.stateWorkEvents)
-	jsonrpc.Handle(t, "state.scopes", s.stateScopes)
-	jsonrpc.Handle(t, "state.scope", s.stateScope)
-	jsonrpc.Handle(t, "event.accept", s.eventAccept)
-	jsonrpc.Handle(t, "secret.resolve", s.secretResolve)
+	jsonrpc.Serve(t, protocol.KVGet, s.kvGet)
+	jsonrpc.Serve(t, protocol.KVList, s.kvList)
+	jsonrpc.Serve(t, protocol.KVCommit, s.kvCommit)
+	jsonrpc.Serve(t, protocol.StateSequence, s.stateSequence)
+	jsonrpc.Serve(t, protocol.StateEvent, s.stateEvent)
+	jsonrpc.Serve(t, protocol.StateEvents, s.stateEvents)
+	jsonrpc.Serve(t, protocol.StateWorkEvents, s.stateWorkEvents)
+	jsonrpc.Serve(t, protocol.StateScopes, s.stateScopes)
+	jsonrpc.Serve(t, protocol.StateScope, s.stateScope)
+	jsonrpc.Serve(t, protocol.EventAccept, s.eventAccept)
+	jsonrpc.Serve(t, protocol.SecretResolve, s.secretResolve)
 	return t
-}
-
-// Served lists the methods Table serves, for the catalogue's test.
-func Served() []string {
-	return []string{protocol.MethodKVGet, protocol.MethodKVList, protocol.MethodKVCommit,
-		"state.sequence", "state.event", "state.events", "state.work_events", "state.scopes", "state.scope",
-		"event.accept", "secret.resolve"}
 }
 
 func (s *Service) refuse(err error) error {
@@ -105,9 +99,8 @@ func (s *Service) scopes() []string { return s.projection().ScopeIDs() }
 func (s *Service) inScope(scope string) bool { return s.projection().Uses(scope) }
 
 func (s *Service) ownNamespace(ns string) error {
-	if !protocol.Namespace(s.name, ns) {
-		return s.refuse(protocol.Errorf(protocol.ErrUnauthorized,
-			"namespace %q is not %s's: an extension reads and writes only %s and %s.*", ns, s.name, s.name, s.name))
+	if err := s.kvRules().CheckNamespace(ns); err != nil {
+		return s.refuse(err)
 	}
 	return nil
 }
@@ -142,12 +135,7 @@ func (s *Service) kvList(_ context.Context, p protocol.KVListParams) (protocol.K
 }
 
 func (s *Service) kvCommit(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
-	for _, e := range p.Emissions {
-		if err := s.checkEmission(e.Scope, e.Source, e.Type, e.Payload.Schema); err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-	}
-	res, err := s.deps.DB.CommitKV(s.name, p, s.deps.Limits)
+	res, err := s.deps.DB.CommitBatch(s.kvRules(), p, s.deps.Limits)
 	if err != nil {
 		return res, s.refuse(err)
 	}
@@ -157,20 +145,17 @@ func (s *Service) kvCommit(_ context.Context, p protocol.KVCommitParams) (protoc
 	return res, nil
 }
 
-// checkEmission applies the checks every Event the extension writes must
-// pass before the store sees it: a configured scope that uses it, its own
-// source, its own declared family, its current schema.
-func (s *Service) checkEmission(scope, source, typ, schema string) error {
-	if !s.inScope(scope) {
-		return s.refuse(protocol.Errorf(protocol.ErrNotFound, "scope %q is not one whose configuration uses %s", scope, s.name))
-	}
-	if !protocol.SourceNamespace(s.name, source) {
-		return s.refuse(protocol.Errorf(protocol.ErrUnauthorized, "source %q is not %s's: use %s or %s/…", source, s.name, s.name, s.name))
-	}
-	if !s.m.Family(typ) {
-		return s.refuse(protocol.Errorf(protocol.ErrUndeclared, "family %q is not declared by %s's manifest", typ, s.name))
-	}
-	if err := s.m.CheckWrite(schema); err != nil {
+// kvRules are the rules every batch and Event the extension writes must
+// pass: its own namespaces and sources, its declared families, its current
+// schemas, and a configured scope that uses it.
+func (s *Service) kvRules() protocol.KVRules {
+	return protocol.HostKVRules(s.m, s.inScope)
+}
+
+// checkEmission applies the rules of one Event the extension writes before
+// the store sees it.
+func (s *Service) checkEmission(e protocol.Emission) error {
+	if err := s.kvRules().CheckEmission(e); err != nil {
 		return s.refuse(err)
 	}
 	return nil

@@ -130,7 +130,7 @@ func (s *Service) eventAccept(_ context.Context, p protocol.EventAcceptParams) (
 	if p.DeliveryID == "" {
 		return protocol.EventAcceptResult{}, s.refuse(protocol.Errorf(protocol.ErrInvalid, "event.accept: delivery_id is required"))
 	}
-	if err := s.checkEmission(p.Scope, p.Source, p.Type, p.Payload.Schema); err != nil {
+	if err := s.checkEmission(protocol.Emission{Scope: p.Scope, Source: p.Source, Type: p.Type, Payload: p.Payload}); err != nil {
 		return protocol.EventAcceptResult{}, err
 	}
 	var res protocol.EventAcceptResult
@@ -147,7 +147,7 @@ func (s *Service) eventAccept(_ context.Context, p protocol.EventAcceptParams) (
 			if len(p.Records.Emissions) > 0 {
 				return protocol.Errorf(protocol.ErrInvalid, "event.accept records carry KV writes only, not emissions")
 			}
-			if _, err := tx.CommitKV(s.name, *p.Records, s.deps.Limits); err != nil {
+			if _, err := tx.CommitBatch(s.kvRules(), *p.Records, s.deps.Limits); err != nil {
 				return err
 			}
 		}

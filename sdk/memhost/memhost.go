@@ -1,18 +1,15 @@
 // Package memhost is an in-memory host service for one extension: the host
-// side of the KV, artifact and delivery methods with the daemon's rules, and
-// no store. sdktest serves extensions against it; so does anything that
-// needs the host side of the protocol without a daemon.
+// side of the KV, emission, artifact and delivery methods, answering as the
+// daemon does (the same protocol rules for kv.commit and for callbacks),
+// with no store. sdktest serves extensions against it; so does anything
+// that needs the host side of the protocol without a daemon.
 package memhost
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"hash"
-	"sort"
-	"strconv"
-	"strings"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/open-conduit/open-conduit/jsonrpc"
@@ -21,205 +18,90 @@ import (
 
 // Host is an in-memory host service for one extension: KV with the
 // daemon's rules (versions, preconditions, the extension's own namespaces
-// only, all-or-nothing batches), artifacts written in acknowledged chunks,
-// and deliveries from the extension's receivers. It is safe for concurrent
-// use.
+// only, all-or-nothing batches), kv.commit emissions into a small event log
+// (its own families and sources, current schemas, configured scopes, dedupe
+// by source and delivery ID), artifacts written in acknowledged chunks, and
+// deliveries from the extension's receivers. It does not enforce causal
+// limits. It is safe for concurrent use.
 type Host struct {
-	name string
+	name   string
+	m      *protocol.Manifest
+	scopes []string
+	rules  protocol.KVRules
+	table  *jsonrpc.Table
 
 	mu         sync.Mutex
 	kv         map[string]map[string][]byte
 	commits    []protocol.KVCommitParams
+	events     []protocol.Event
+	eventIndex map[string]int
 	artifacts  map[string]*Artifact
 	nextID     int
 	deliveries []protocol.IngressDeliverParams
 }
 
-// Artifact is an artifact the extension wrote.
-type Artifact struct {
-	ID        string
-	Name      string
-	Data      []byte
-	Chunks    int
-	Committed bool
-	Aborted   bool
+// Option configures a Host.
+type Option func(*Host)
 
-	// parts are the chunks as received; Data is assembled on read, so a
-	// large upload costs no reallocation per chunk.
-	parts [][]byte
-	size  int64
-	sum   hash.Hash
+// WithManifest sets the manifest the host judges the extension by: the
+// methods it enables, its families and its schemas. Without it the host
+// knows only the extension's name: the methods every extension has, and no
+// families, so every emission is refused undeclared.
+func WithManifest(m *protocol.Manifest) Option { return func(h *Host) { h.m = m } }
+
+// WithScopes sets the scopes whose configuration uses the extension: the
+// only scopes its emissions may name. Without it there are none.
+func WithScopes(scopes ...string) Option {
+	return func(h *Host) { h.scopes = append(h.scopes, scopes...) }
 }
 
-// New returns an empty host for the extension named name.
-func New(name string) *Host {
-	return &Host{name: name, kv: map[string]map[string][]byte{}, artifacts: map[string]*Artifact{}}
+// New returns an empty host for the extension named name. A manifest given
+// with WithManifest must carry that name; another panics, naming both.
+func New(name string, opts ...Option) *Host {
+	h := &Host{name: name, kv: map[string]map[string][]byte{}, artifacts: map[string]*Artifact{}, eventIndex: map[string]int{}}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.m == nil {
+		h.m = &protocol.Manifest{Name: name}
+	}
+	if h.m.Name != name {
+		panic(fmt.Sprintf("memhost: New(%q): WithManifest names another extension, %q", name, h.m.Name))
+	}
+	h.rules = protocol.HostKVRules(h.m, h.inScope)
+	h.table = h.newTable()
+	return h
+}
+
+// inScope reports whether scope is one of the configured scopes.
+func (h *Host) inScope(scope string) bool {
+	return scope != "" && slices.Contains(h.scopes, scope)
 }
 
 // Table is the host's methods, for a session's or a test connection's
-// Handlers.
-func (h *Host) Table() *jsonrpc.Table {
+// Handlers. It is built once and only read.
+func (h *Host) Table() *jsonrpc.Table { return h.table }
+
+func (h *Host) newTable() *jsonrpc.Table {
 	t := jsonrpc.NewTable()
-	jsonrpc.Handle(t, protocol.MethodKVGet, h.get)
-	jsonrpc.Handle(t, protocol.MethodKVList, h.list)
-	jsonrpc.Handle(t, protocol.MethodKVCommit, h.commit)
-	jsonrpc.Handle(t, protocol.MethodArtifactCreate, h.artifactCreate)
-	jsonrpc.Handle(t, protocol.MethodArtifactWrite, h.artifactWrite)
-	jsonrpc.Handle(t, protocol.MethodArtifactCommit, h.artifactCommit)
-	jsonrpc.Handle(t, protocol.MethodArtifactAbort, h.artifactAbort)
-	jsonrpc.Handle(t, protocol.MethodIngressDeliver, h.deliver)
+	jsonrpc.Serve(t, protocol.KVGet, h.get)
+	jsonrpc.Serve(t, protocol.KVList, h.list)
+	jsonrpc.Serve(t, protocol.KVCommit, h.commit)
+	jsonrpc.Serve(t, protocol.ArtifactCreate, h.artifactCreate)
+	jsonrpc.Serve(t, protocol.ArtifactWrite, h.artifactWrite)
+	jsonrpc.Serve(t, protocol.ArtifactCommit, h.artifactCommit)
+	jsonrpc.Serve(t, protocol.ArtifactAbort, h.artifactAbort)
+	jsonrpc.Serve(t, protocol.IngressDeliver, h.deliver)
 	return t
 }
 
-func (h *Host) ownNamespace(ns string) error {
-	if !protocol.Namespace(h.name, ns) {
-		return protocol.Errorf(protocol.ErrUnauthorized,
-			"namespace %q is not %s's: an extension reads and writes only %s and %s.*", ns, h.name, h.name, h.name)
-	}
-	return nil
-}
-
-func (h *Host) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGetResult, error) {
-	if err := h.ownNamespace(p.Namespace); err != nil {
-		return protocol.KVGetResult{}, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	v, ok := h.kv[p.Namespace][p.Key]
-	if !ok {
-		return protocol.KVGetResult{}, nil
-	}
-	return protocol.KVGetResult{Found: true, Value: bytes.Clone(v), Version: protocol.KVVersion(v)}, nil
-}
-
-func (h *Host) list(_ context.Context, p protocol.KVListParams) (protocol.KVListResult, error) {
-	if err := h.ownNamespace(p.Namespace); err != nil {
-		return protocol.KVListResult{}, err
-	}
-	limit := p.Limit
-	if limit <= 0 || limit > protocol.KVMaxList {
-		limit = protocol.KVMaxList
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	keys := make([]string, 0, len(h.kv[p.Namespace]))
-	for k := range h.kv[p.Namespace] {
-		if strings.HasPrefix(k, p.Prefix) && k > p.After {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	res := protocol.KVListResult{Items: []protocol.KVItem{}}
-	for i, k := range keys {
-		if i == limit {
-			res.More = true
-			break
-		}
-		v := h.kv[p.Namespace][k]
-		res.Items = append(res.Items, protocol.KVItem{Key: k, Value: bytes.Clone(v), Version: protocol.KVVersion(v)})
-	}
-	return res, nil
-}
-
-func (h *Host) commit(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
-	for _, c := range p.Checks {
-		if err := h.ownNamespace(c.Namespace); err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-	}
-	for _, w := range p.Puts {
-		if err := h.ownNamespace(w.Namespace); err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-	}
-	for _, d := range p.Deletes {
-		if err := h.ownNamespace(d.Namespace); err != nil {
-			return protocol.KVCommitResult{}, err
-		}
-	}
-	if len(p.Emissions) > 0 {
-		return protocol.KVCommitResult{}, protocol.Errorf(protocol.ErrUnsupported, "kv.commit emissions need the daemon's event log; the in-memory host does not serve them")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range p.Checks {
-		v, ok := h.kv[c.Namespace][c.Key]
-		switch {
-		case c.Absent && ok:
-			return protocol.KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%s exists; the batch required it absent", c.Namespace, c.Key)
-		case !c.Absent && (!ok || protocol.KVVersion(v) != c.Version):
-			return protocol.KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%s changed since version %s was read", c.Namespace, c.Key, c.Version)
-		}
-	}
-	res := protocol.KVCommitResult{}
-	for _, w := range p.Puts {
-		if h.kv[w.Namespace] == nil {
-			h.kv[w.Namespace] = map[string][]byte{}
-		}
-		h.kv[w.Namespace][w.Key] = bytes.Clone(w.Value)
-		res.Versions = append(res.Versions, protocol.KVVersion(w.Value))
-	}
-	for _, d := range p.Deletes {
-		delete(h.kv[d.Namespace], d.Key)
-	}
-	h.commits = append(h.commits, p)
-	return res, nil
-}
-
-func (h *Host) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
-	if p.Name == "" {
-		return protocol.ArtifactCreateResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.create: name is required")
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.nextID++
-	id := "art-" + strconv.Itoa(h.nextID)
-	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, sum: sha256.New()}
-	return protocol.ArtifactCreateResult{Artifact: id}, nil
-}
-
-func (h *Host) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
-	if len(p.Data) > protocol.MaxChunkBytes {
-		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.write: a chunk of %d bytes is over the %d-byte bound", len(p.Data), protocol.MaxChunkBytes)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a, ok := h.artifacts[p.Artifact]
-	if !ok || a.Committed || a.Aborted {
-		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
-	}
-	if p.Offset != a.size {
-		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: chunk at offset %d, but %d bytes are written", a.ID, p.Offset, a.size)
-	}
-	a.parts = append(a.parts, p.Data)
-	a.sum.Write(p.Data)
-	a.size += int64(len(p.Data))
-	a.Chunks++
-	return protocol.ArtifactWriteResult{Size: a.size}, nil
-}
-
-func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a, ok := h.artifacts[p.Artifact]
-	if !ok || a.Aborted {
-		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
-	}
-	digest := hex.EncodeToString(a.sum.Sum(nil))
-	if p.Digest != "" && p.Digest != digest {
-		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
-	}
-	a.Committed = true
-	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: digest}, nil
-}
-
-func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) (struct{}, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed {
-		a.Aborted = true
-	}
-	return struct{}{}, nil
+// Gate answers an extension's request before any handler runs, as the
+// daemon does (protocol.CheckCallback): a method that is not catalogued or
+// is host-to-extension is method_not_found, one the manifest does not
+// enable is undeclared, and one this host does not serve is unsupported.
+// Use it as the Gate of the connection that serves Table.
+func (h *Host) Gate(_ context.Context, method string) error {
+	return protocol.CheckCallback(h.m, method, h.table.Has, false)
 }
 
 func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
@@ -241,6 +123,11 @@ func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (prot
 func (h *Host) Put(namespace, key string, value []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.put(namespace, key, value)
+}
+
+// put writes a value; h.mu is held.
+func (h *Host) put(namespace, key string, value []byte) {
 	if h.kv[namespace] == nil {
 		h.kv[namespace] = map[string][]byte{}
 	}
@@ -265,23 +152,11 @@ func (h *Host) Commits() []protocol.KVCommitParams {
 	return append([]protocol.KVCommitParams(nil), h.commits...)
 }
 
-// Artifacts returns every artifact, by ID.
-func (h *Host) Artifacts() map[string]Artifact {
+// Events returns every accepted Event, in sequence order.
+func (h *Host) Events() []protocol.Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := map[string]Artifact{}
-	for id, a := range h.artifacts {
-		out[id] = Artifact{ID: a.ID, Name: a.Name, Data: bytes.Join(a.parts, nil), Chunks: a.Chunks, Committed: a.Committed, Aborted: a.Aborted}
-	}
-	return out
-}
-
-// DropArtifacts forgets every artifact, so a long benchmark does not keep
-// what it uploaded.
-func (h *Host) DropArtifacts() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.artifacts = map[string]*Artifact{}
+	return append([]protocol.Event(nil), h.events...)
 }
 
 // Deliveries returns every accepted delivery.

@@ -34,6 +34,7 @@ type Option func(*config)
 
 type config struct {
 	kv        []kvSeed
+	scopes    []string
 	authority protocol.Authority
 	configure protocol.ConfigureParams
 }
@@ -46,6 +47,12 @@ type kvSeed struct {
 // WithKV seeds a KV value before the extension starts.
 func WithKV(namespace, key string, value []byte) Option {
 	return func(c *config) { c.kv = append(c.kv, kvSeed{namespace, key, value}) }
+}
+
+// WithScopes names the scopes whose configuration uses the extension: the
+// scopes its kv.commit emissions may name, as in the daemon.
+func WithScopes(scopes ...string) Option {
+	return func(c *config) { c.scopes = append(c.scopes, scopes...) }
 }
 
 // WithAuthority sets the authority operation calls carry.
@@ -65,7 +72,8 @@ func New(t testing.TB, ext *sdk.Extension, opts ...Option) *Harness {
 	if err := ext.Manifest.Validate(); err != nil {
 		t.Fatalf("sdktest: the extension's manifest is invalid:\n%v", err)
 	}
-	h := &Harness{t: t, ext: ext, host: memhost.New(ext.Manifest.Name), done: make(chan error, 1), auth: cfg.authority}
+	host := memhost.New(ext.Manifest.Name, memhost.WithManifest(ext.Manifest), memhost.WithScopes(cfg.scopes...))
+	h := &Harness{t: t, ext: ext, host: host, done: make(chan error, 1), auth: cfg.authority}
 	for _, s := range cfg.kv {
 		h.host.Put(s.ns, s.key, s.value)
 	}
@@ -83,36 +91,31 @@ func New(t testing.TB, ext *sdk.Extension, opts ...Option) *Harness {
 	m := ext.Manifest
 	h.conn = jsonrpc.New(hostR, hostW, jsonrpc.Options{
 		Peer:     "extension " + m.Name,
-		Handlers: h.host.Table(),
-		Gate: func(_ context.Context, method string) error {
-			if !m.Enabled(method) {
-				return protocol.Errorf(protocol.ErrUndeclared, "%s is not enabled by %s's manifest", method, m.Name)
-			}
-			return nil
-		},
+		Handlers: host.Table(),
+		Gate:     host.Gate,
 	})
 	t.Cleanup(h.close)
 	ctx := context.Background()
-	var init protocol.InitializeResult
-	if err := h.conn.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{
+	init, err := jsonrpc.Invoke(ctx, h.conn, protocol.Initialize, protocol.InitializeParams{
 		ProtocolVersions: protocol.Versions,
 		Host:             protocol.HostInfo{Name: "sdktest", Version: "0"},
 		StateDir:         t.TempDir(),
-	}, &init); err != nil {
+	})
+	if err != nil {
 		t.Fatalf("sdktest: initialize: %v", err)
 	}
 	if !m.SemanticallyEqual(&init.Manifest) {
 		t.Fatalf("sdktest: initialize answered a different manifest (first difference: %s)", m.Diff(&init.Manifest))
 	}
 	cfg.configure.KV = protocol.KVLayout{Stored: m.KVVersion, Declared: m.KVVersion}
-	if err := h.conn.Call(ctx, protocol.MethodConfigure, cfg.configure, nil); err != nil {
+	if _, err := jsonrpc.Invoke(ctx, h.conn, protocol.Configure, cfg.configure); err != nil {
 		t.Fatalf("sdktest: configure: %v", err)
 	}
 	return h
 }
 
 func (h *Harness) close() {
-	_ = h.conn.Call(context.Background(), protocol.MethodShutdown, protocol.ShutdownParams{}, nil)
+	_, _ = jsonrpc.Invoke(context.Background(), h.conn, protocol.Shutdown, protocol.ShutdownParams{})
 	_ = h.conn.Close()
 	<-h.done
 }
@@ -133,12 +136,11 @@ func Call[Out any](ctx context.Context, h *Harness, operation string, in any) (O
 	if err != nil {
 		return out, err
 	}
-	var res protocol.OperationCallResult
-	err = h.conn.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+	res, err := jsonrpc.Invoke(ctx, h.conn, protocol.OperationCall, protocol.OperationCallParams{
 		Operation: operation,
 		Input:     protocol.Payload{Data: jsontext.Value(data)},
 		Authority: h.auth,
-	}, &res)
+	})
 	if err != nil {
 		return out, err
 	}
@@ -148,12 +150,11 @@ func Call[Out any](ctx context.Context, h *Harness, operation string, in any) (O
 
 // RunTask runs one pass of a declared task.
 func (h *Harness) RunTask(ctx context.Context, task string) error {
-	return h.conn.Call(ctx, protocol.MethodTaskRun, protocol.TaskRunParams{Task: task}, nil)
+	_, err := jsonrpc.Invoke(ctx, h.conn, protocol.TaskRun, protocol.TaskRunParams{Task: task})
+	return err
 }
 
 // Check runs a declared doctor check.
 func (h *Harness) Check(ctx context.Context, check string) (protocol.CheckRunResult, error) {
-	var r protocol.CheckRunResult
-	err := h.conn.Call(ctx, protocol.MethodCheckRun, protocol.CheckRunParams{Check: check}, &r)
-	return r, err
+	return jsonrpc.Invoke(ctx, h.conn, protocol.CheckRun, protocol.CheckRunParams{Check: check})
 }

@@ -1,0 +1,231 @@
+// Package hostsuite is one table of host-side conformance checks, run
+// against every host implementation so they give an extension the same
+// answers: kv.get, kv.list and kv.commit (versions, preconditions and
+// conflicts, foreign namespaces, all or nothing), kv.commit emissions
+// (accepted and new, repeats, foreign sources, undeclared families, wrong
+// schemas, unconfigured scopes), and the answers to callbacks a host does
+// not serve (unsupported, method_not_found, undeclared).
+//
+// Every check starts a fresh host through the Host interface and talks to it
+// as the extension would: over a real JSON-RPC connection on OS pipes,
+// through the method descriptors. The tests beside each host (sdk/memhost,
+// host/service) run the suite; its own tests prove that a weakened host
+// fails it.
+package hostsuite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// Served is a host serving one extension: the handlers of the methods it
+// answers, and the gate every request passes before them.
+type Served struct {
+	// Table holds the host's E→H handlers.
+	Table *jsonrpc.Table
+	// Gate is what the host answers before any handler runs (nil: nothing).
+	Gate func(ctx context.Context, method string) error
+}
+
+// Host is a host implementation under test.
+type Host interface {
+	// Serve starts a fresh, empty host for the extension whose manifest is
+	// m, configured in scopes: the scopes whose configuration uses it. What
+	// it needs (a store in tb.TempDir()) is released by tb's cleanups.
+	Serve(tb testing.TB, m *protocol.Manifest, scopes []string) Served
+}
+
+// HostFunc adapts a function to Host.
+type HostFunc func(tb testing.TB, m *protocol.Manifest, scopes []string) Served
+
+// Serve calls f.
+func (f HostFunc) Serve(tb testing.TB, m *protocol.Manifest, scopes []string) Served {
+	return f(tb, m, scopes)
+}
+
+// The extension every check runs as, and its scopes.
+const (
+	// Extension is the extension's name.
+	Extension = "acme"
+	// EntryType is its one (ingress) entry type: a scope with an entry of it
+	// uses the extension.
+	EntryType = "acme-feed"
+	// Family is its one family.
+	Family = "acme.seen"
+	// Schema is its payload schema's current version; SchemaOld an older one
+	// it only reads.
+	Schema    = "acme.seen.v2"
+	SchemaOld = "acme.seen.v1"
+	// Scope and OtherScope use the extension; Unconfigured does not.
+	Scope        = "s1"
+	OtherScope   = "s2"
+	Unconfigured = "s9"
+)
+
+// Manifest is the manifest every check's extension has: one ingress entry
+// type, one family, one schema, no permissions.
+func Manifest() *protocol.Manifest {
+	return &protocol.Manifest{
+		Name:     Extension,
+		Protocol: append([]int(nil), protocol.Versions...),
+		Command:  []string{Extension + "-extension"},
+		Provides: protocol.Provides{
+			Extensions: []protocol.ExtensionType{{Type: EntryType, Ingress: true, Families: []string{Family}}},
+			Families:   []protocol.Family{{Name: Family, Rederivable: true}},
+			Schemas:    []protocol.Schema{{Base: Family, Versions: []int{1, 2}}},
+		},
+	}
+}
+
+// Scopes are the scopes a check's host configures for the extension.
+func Scopes() []string { return []string{Scope, OtherScope} }
+
+// check is one row of the suite.
+type check struct {
+	name string
+	run  func(x *ext)
+}
+
+// checks is the suite, in the order it runs.
+var checks = slices.Concat(kvChecks, emissionChecks, callbackChecks)
+
+// Run runs every check against h, each as a subtest on a fresh host.
+func Run(t *testing.T, h Host) {
+	t.Helper()
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(connect(t, t, h))
+		})
+	}
+}
+
+// Failures runs every check against h, reporting to no test, and returns
+// what each failing check reported, by check name; a host that passes
+// returns none. tb provides the hosts' temporary directories and cleanups.
+// Negative controls use it to prove a weakened host fails the suite.
+func Failures(tb testing.TB, h Host) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range checks {
+		rec := &recorder{}
+		rec.run(func() { c.run(connect(tb, rec, h)) })
+		if len(rec.failures) > 0 {
+			out[c.name] = rec.failures
+		}
+	}
+	return out
+}
+
+// reporter is what a check reports through: a *testing.T, or a recorder.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// recorder collects a check's failures instead of failing a test.
+type recorder struct {
+	failures []string
+}
+
+// stop is how Fatalf ends a recorded check.
+type stop struct{}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	panic(stop{})
+}
+
+// run runs fn, ending it quietly at a Fatalf.
+func (r *recorder) run(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			if _, ok := v.(stop); !ok {
+				panic(v)
+			}
+		}
+	}()
+	fn()
+}
+
+// ext is the extension's side of one check: a connection to a fresh host.
+type ext struct {
+	reporter
+	ctx  context.Context
+	conn *jsonrpc.Conn
+}
+
+// connect starts a fresh host and connects an extension to it over two OS
+// pipes.
+func connect(tb testing.TB, r reporter, h Host) *ext {
+	tb.Helper()
+	served := h.Serve(tb, Manifest(), Scopes())
+	hostR, extW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	extR, hostW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	host := jsonrpc.New(hostR, hostW, jsonrpc.Options{Peer: "extension " + Extension, Handlers: served.Table, Gate: served.Gate})
+	conn := jsonrpc.New(extR, extW, jsonrpc.Options{Peer: "host"})
+	tb.Cleanup(func() {
+		_ = conn.Close()
+		_ = host.Close()
+	})
+	return &ext{reporter: r, ctx: context.Background(), conn: conn}
+}
+
+// commit sends one kv.commit batch.
+func (x *ext) commit(p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
+	return jsonrpc.Invoke(x.ctx, x.conn, protocol.KVCommit, p)
+}
+
+// mustCommit sends a batch that must apply.
+func (x *ext) mustCommit(what string, p protocol.KVCommitParams) protocol.KVCommitResult {
+	x.Helper()
+	res, err := x.commit(p)
+	if err != nil {
+		x.Fatalf("%s: kv.commit refused: %v", what, err)
+	}
+	return res
+}
+
+// get reads one key, which must be readable.
+func (x *ext) get(ns, key string) protocol.KVGetResult {
+	x.Helper()
+	res, err := jsonrpc.Invoke(x.ctx, x.conn, protocol.KVGet, protocol.KVGetParams{Namespace: ns, Key: key})
+	if err != nil {
+		x.Fatalf("kv.get %s/%q: %v", ns, key, err)
+	}
+	return res
+}
+
+// wantCode requires err to carry sentinel's code.
+func (x *ext) wantCode(what string, err error, sentinel *protocol.Error) {
+	x.Helper()
+	if got := protocol.CodeOf(err); got != sentinel.Code {
+		x.Errorf("%s: answered %q (%v), want %q", what, got, err, sentinel.Code)
+	}
+}
+
+// wantAbsent requires a key to be absent: what a batch that applied nothing
+// leaves.
+func (x *ext) wantAbsent(what, ns, key string) {
+	x.Helper()
+	if got := x.get(ns, key); got.Found {
+		x.Errorf("%s: %s/%q holds %q; the refused batch must apply nothing", what, ns, key, got.Value)
+	}
+}

@@ -1,0 +1,152 @@
+package hostsuite_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/open-conduit/open-conduit/conformance/hostsuite"
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/sdk/memhost"
+)
+
+// memHost is a faithful host: the in-memory one.
+func memHost(_ testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
+	h := memhost.New(m.Name, memhost.WithManifest(m), memhost.WithScopes(scopes...))
+	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
+}
+
+// withCommit is the in-memory host with its kv.commit handler replaced by
+// wrap's.
+func withCommit(wrap func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc) hostsuite.Host {
+	return hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
+		s := memHost(tb, m, scopes)
+		t := jsonrpc.NewTable()
+		for _, name := range s.Table.Methods() {
+			fn, _ := s.Table.Lookup(name)
+			if name == protocol.MethodKVCommit {
+				fn = wrap(fn)
+			}
+			t.HandleRaw(name, fn)
+		}
+		return hostsuite.Served{Table: t, Gate: s.Gate}
+	})
+}
+
+func decodeBatch(raw jsontext.Value) protocol.KVCommitParams {
+	var p protocol.KVCommitParams
+	_ = json.Unmarshal(raw, &p)
+	return p
+}
+
+func encode(p protocol.KVCommitParams) jsontext.Value {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// partialHost applies a batch's puts in a batch of their own before the
+// rest, so a refusal leaves them behind.
+var partialHost = withCommit(func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+	return func(ctx context.Context, raw jsontext.Value) (any, error) {
+		p := decodeBatch(raw)
+		var own protocol.KVCommitParams
+		for _, w := range p.Puts {
+			if protocol.Namespace(hostsuite.Extension, w.Namespace) {
+				own.Puts = append(own.Puts, w)
+			}
+		}
+		if len(own.Puts) > 0 {
+			_, _ = base(ctx, encode(own))
+		}
+		return base(ctx, raw)
+	}
+})
+
+// namespaceBlindHost drops what a batch says about other namespaces instead
+// of refusing it.
+var namespaceBlindHost = withCommit(func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+	return func(ctx context.Context, raw jsontext.Value) (any, error) {
+		p := decodeBatch(raw)
+		own := func(ns string) bool { return protocol.Namespace(hostsuite.Extension, ns) }
+		p.Checks = slices.DeleteFunc(p.Checks, func(c protocol.KVCheck) bool { return !own(c.Namespace) })
+		p.Puts = slices.DeleteFunc(p.Puts, func(w protocol.KVPut) bool { return !own(w.Namespace) })
+		p.Deletes = slices.DeleteFunc(p.Deletes, func(d protocol.KVDelete) bool { return !own(d.Namespace) })
+		return base(ctx, encode(p))
+	}
+})
+
+// everyScopeHost treats an unconfigured scope as configured.
+var everyScopeHost = hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
+	return memHost(tb, m, append(slices.Clone(scopes), hostsuite.Unconfigured))
+})
+
+// enabledOnlyGateHost gates callbacks as the in-memory test host once did:
+// undeclared for anything the manifest does not enable, and no unsupported.
+var enabledOnlyGateHost = hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
+	s := memHost(tb, m, scopes)
+	s.Gate = func(_ context.Context, method string) error {
+		if !m.Enabled(method) {
+			return protocol.Errorf(protocol.ErrUndeclared, "%s is not enabled by %s's manifest", method, m.Name)
+		}
+		return nil
+	}
+	return s
+})
+
+// TestWeakenedHostsFailTheSuite is the suite's negative control: each
+// deliberately weakened host fails the checks of what it weakened, and the
+// faithful host it is built from fails none.
+func TestWeakenedHostsFailTheSuite(t *testing.T) {
+	cases := []struct {
+		name     string
+		host     hostsuite.Host
+		mustFail []string
+	}{
+		{"a batch applied partially", partialHost, []string{
+			"KVCommitFailedPreconditionAppliesNothing", "KVCommitForeignNamespaceAppliesNothing",
+			"KVCommitRefusedEmissionAppliesNothing", "EmissionRefusedAppliesNothing",
+		}},
+		{"the namespace check skipped", namespaceBlindHost, []string{"KVCommitForeignNamespaceAppliesNothing"}},
+		{"an unconfigured scope accepted", everyScopeHost, []string{"EmissionRefusedAppliesNothing"}},
+		{"unsupported answered undeclared or method_not_found", enabledOnlyGateHost, []string{"CallbackAnswersBeforeAnyHandler"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			failed := hostsuite.Failures(t, tc.host)
+			for _, name := range tc.mustFail {
+				if _, ok := failed[name]; !ok {
+					t.Errorf("check %s passed against a host with %s; it must fail (failed: %v)", name, tc.name, keys(failed))
+				}
+			}
+		})
+	}
+	if failed := hostsuite.Failures(t, hostsuite.HostFunc(memHost)); len(failed) > 0 {
+		t.Fatalf("the faithful host fails the suite: %v", failed)
+	}
+}
+
+func keys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestSuiteManifestIsValid: the extension every check runs as is one a host
+// would start.
+func TestSuiteManifestIsValid(t *testing.T) {
+	m := hostsuite.Manifest()
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Family(hostsuite.Family) || m.Enabled(protocol.MethodWorkCancel) || m.Enabled(protocol.MethodProbeList) {
+		t.Fatal("the callback checks need a family, no work kinds and no probes permission")
+	}
+}

@@ -1,0 +1,103 @@
+package memhost
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"strconv"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// Artifact is an artifact the extension wrote.
+type Artifact struct {
+	ID        string
+	Name      string
+	Data      []byte
+	Chunks    int
+	Committed bool
+	Aborted   bool
+
+	// parts are the chunks as received; Data is assembled on read, so a
+	// large upload costs no reallocation per chunk.
+	parts [][]byte
+	size  int64
+	sum   hash.Hash
+}
+
+func (h *Host) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
+	if p.Name == "" {
+		return protocol.ArtifactCreateResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.create: name is required")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nextID++
+	id := "art-" + strconv.Itoa(h.nextID)
+	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, sum: sha256.New()}
+	return protocol.ArtifactCreateResult{Artifact: id}, nil
+}
+
+func (h *Host) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+	if len(p.Data) > protocol.MaxChunkBytes {
+		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.write: a chunk of %d bytes is over the %d-byte bound", len(p.Data), protocol.MaxChunkBytes)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.artifacts[p.Artifact]
+	if !ok || a.Committed || a.Aborted {
+		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
+	}
+	if p.Offset != a.size {
+		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: chunk at offset %d, but %d bytes are written", a.ID, p.Offset, a.size)
+	}
+	a.parts = append(a.parts, p.Data)
+	a.sum.Write(p.Data)
+	a.size += int64(len(p.Data))
+	a.Chunks++
+	return protocol.ArtifactWriteResult{Size: a.size}, nil
+}
+
+func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.artifacts[p.Artifact]
+	if !ok || a.Aborted {
+		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
+	}
+	digest := hex.EncodeToString(a.sum.Sum(nil))
+	if p.Digest != "" && p.Digest != digest {
+		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
+	}
+	a.Committed = true
+	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: digest}, nil
+}
+
+func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) (struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed {
+		a.Aborted = true
+	}
+	return struct{}{}, nil
+}
+
+// Artifacts returns every artifact, by ID.
+func (h *Host) Artifacts() map[string]Artifact {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]Artifact{}
+	for id, a := range h.artifacts {
+		out[id] = Artifact{ID: a.ID, Name: a.Name, Data: bytes.Join(a.parts, nil), Chunks: a.Chunks, Committed: a.Committed, Aborted: a.Aborted}
+	}
+	return out
+}
+
+// DropArtifacts forgets every artifact, so a long benchmark does not keep
+// what it uploaded.
+func (h *Host) DropArtifacts() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.artifacts = map[string]*Artifact{}
+}
