@@ -102,6 +102,9 @@ const (
 	CodeManifestMismatch = "manifest_mismatch"
 	CodeKVDowngrade      = "kv_downgrade"
 	CodeConfigureRefused = "configure_refused"
+	// CodeIncompatibleProtocol: discovery skips a package that shares no
+	// protocol version with this host.
+	CodeIncompatibleProtocol = "incompatible_protocol"
 )
 
 // Sentinels, one per code. Match with errors.Is; refuse with Errorf.
@@ -148,6 +151,8 @@ var (
 	ErrManifestMismatch = &Error{Code: CodeManifestMismatch, Message: "manifest mismatch"}
 	ErrKVDowngrade      = &Error{Code: CodeKVDowngrade, Message: "kv downgrade"}
 	ErrConfigureRefused = &Error{Code: CodeConfigureRefused, Message: "configure refused"}
+	// ErrIncompatibleProtocol is discovery's, never a session's.
+	ErrIncompatibleProtocol = &Error{Code: CodeIncompatibleProtocol, Message: "incompatible protocol"}
 )
 
 // JSON-RPC error codes used on the wire. Authored refusals all travel as
@@ -221,6 +226,7 @@ var codeTable = []CodeEntry{
 	{CodeManifestMismatch, ErrManifestMismatch, 0, false, "initialize returned a manifest that differs from the file", false},
 	{CodeKVDowngrade, ErrKVDowngrade, 0, false, "the manifest's kv_version is older than the recorded layout", false},
 	{CodeConfigureRefused, ErrConfigureRefused, 0, false, "configure failed or registered names outside the extension's namespace", false},
+	{CodeIncompatibleProtocol, ErrIncompatibleProtocol, 0, false, "the package shares no protocol version with this host; it is not started", false},
 }
 
 // Codes returns the code table, in a stable order.
