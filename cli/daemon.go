@@ -107,8 +107,11 @@ func serveCommand() *command {
 		flags: func(fs *pflag.FlagSet) { w.stateFlag(fs); w.configFlag(fs) },
 		run: func(r *runner, _ []string) error {
 			dirs := w.dirs()
+			state, _ := client.StateDir(w.state)
+			file, named, _ := client.ConfigFile(w.configFile)
+			dirs.State = state
 			d, err := daemon.Start(r.ctx, daemon.Options{
-				Dirs: dirs, ConfigFile: w.file(), Bundled: bundledDir(), Served: served(), Version: Version,
+				StateDir: state, ConfigFile: file, ConfigNamed: named, Bundled: bundledDir(), Served: served(), Version: Version,
 			})
 			if err != nil {
 				return err

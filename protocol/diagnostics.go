@@ -17,7 +17,6 @@ type Diagnosis struct {
 // package, an extension never sends them.
 const (
 	CodeInvalidPackage       = "invalid_package"
-	CodeIncompatibleProtocol = "incompatible_protocol"
 	CodeNotServed            = "not_served"
 	CodeRegistrationConflict = "registration_conflict"
 	CodeExtensionRestarted   = "extension_restarted"

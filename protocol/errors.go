@@ -103,6 +103,9 @@ const (
 	CodeKVDowngrade      = "kv_downgrade"
 	CodeConfigureRefused = "configure_refused"
 	CodeUnavailable      = "unavailable"
+	// CodeIncompatibleProtocol: discovery skips a package that shares no
+	// protocol version with this host.
+	CodeIncompatibleProtocol = "incompatible_protocol"
 )
 
 // Sentinels, one per code. Match with errors.Is; refuse with Errorf.
@@ -150,6 +153,8 @@ var (
 	ErrKVDowngrade      = &Error{Code: CodeKVDowngrade, Message: "kv downgrade"}
 	ErrConfigureRefused = &Error{Code: CodeConfigureRefused, Message: "configure refused"}
 	ErrUnavailable      = &Error{Code: CodeUnavailable, Message: "unavailable"}
+	// ErrIncompatibleProtocol is discovery's, never a session's.
+	ErrIncompatibleProtocol = &Error{Code: CodeIncompatibleProtocol, Message: "incompatible protocol"}
 )
 
 // JSON-RPC error codes used on the wire. Authored refusals all travel as
@@ -224,6 +229,7 @@ var codeTable = []CodeEntry{
 	{CodeKVDowngrade, ErrKVDowngrade, 0, false, "the manifest's kv_version is older than the recorded layout", false},
 	{CodeConfigureRefused, ErrConfigureRefused, 0, false, "configure failed or registered names outside the extension's namespace", false},
 	{CodeUnavailable, ErrUnavailable, 0, false, "the daemon or the package cannot serve this now (still starting, not running)", false},
+	{CodeIncompatibleProtocol, ErrIncompatibleProtocol, 0, false, "the package shares no protocol version with this host; it is not started", false},
 }
 
 // Codes returns the code table, in a stable order.

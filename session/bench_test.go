@@ -29,7 +29,7 @@ func (l latencies) report(b *testing.B) {
 func BenchmarkEchoRoundTrip(b *testing.B) {
 	st := startTransport(b, nil)
 	ctx := context.Background()
-	in := transport.Text{Text: "a short message of about the size the seed measured, give or take"}
+	in := transport.Text{Text: "a short message of about the size the reference run measured, give or take"}
 	for i := 0; i < 200; i++ { // warm up
 		if _, err := call[transport.Text](ctx, st.s, "transport.echo", in); err != nil {
 			b.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 )
 
@@ -14,6 +14,9 @@ const DefaultLogLimit = 1 << 20
 
 // truncatedMarker opens a log that passed its bound and started over.
 const truncatedMarker = "[open-conduit: this log passed its %d-byte bound and was truncated; older output is gone]\n"
+
+// hostNotePrefix opens each line the host writes into the log.
+const hostNotePrefix = "[open-conduit] "
 
 // tailLines is how many of the last stderr lines an error quotes.
 const tailLines = 12
@@ -56,15 +59,24 @@ func openStderrLog(path string, limit int64) (*stderrLog, error) {
 	return l, nil
 }
 
-// Write appends p to the file within its bound and keeps the last lines.
+// Write appends p (the extension's stderr) to the file within its bound
+// and keeps its last lines.
 func (l *stderrLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keepTail(p)
-	if l.f == nil {
-		return len(p), nil
+	if err := l.writeFile(p); err != nil {
+		return 0, err
 	}
-	data := p
+	return len(p), nil
+}
+
+// writeFile appends data to the file, starting it over with a marker when
+// the write would pass the bound.
+func (l *stderrLog) writeFile(data []byte) error {
+	if l.f == nil {
+		return nil
+	}
 	if int64(len(data)) > l.limit/2 {
 		data = data[len(data)-int(l.limit/2):]
 	}
@@ -76,15 +88,15 @@ func (l *stderrLog) Write(p []byte) (int, error) {
 	}
 	n, err := l.f.Write(data)
 	l.size += int64(n)
-	if err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	return err
 }
 
-// Note writes a line of the host's own into the log (start, exit).
+// Note writes a line of the host's own into the log (start, exit). It is
+// not part of the tail an error quotes, which is the extension's alone.
 func (l *stderrLog) Note(format string, args ...any) {
-	_, _ = l.Write([]byte("[open-conduit] " + fmt.Sprintf(format, args...) + "\n"))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.writeFile([]byte(hostNotePrefix + fmt.Sprintf(format, args...) + "\n"))
 }
 
 func (l *stderrLog) keepTail(p []byte) {
@@ -104,29 +116,30 @@ func (l *stderrLog) keepTail(p []byte) {
 }
 
 func (l *stderrLog) addLine(s string) {
-	if len(s) > 400 {
-		s = s[:400] + "…"
-	}
-	l.tail = append(l.tail, s)
+	l.tail = append(l.tail, clipLine(s))
 	if len(l.tail) > tailLines {
 		l.tail = l.tail[len(l.tail)-tailLines:]
 	}
 }
 
-// Tail returns the last lines written, oldest first, without host notes.
+// Tail returns the last tailLines lines of stderr, oldest first; an
+// unfinished last line counts as one.
 func (l *stderrLog) Tail() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
-	for _, s := range l.tail {
-		if !strings.HasPrefix(s, "[open-conduit] ") {
-			out = append(out, s)
-		}
-	}
+	out := slices.Clone(l.tail)
 	if len(l.part) > 0 {
-		out = append(out, string(l.part))
+		out = append(out, clipLine(string(l.part)))
 	}
-	return out
+	return out[max(0, len(out)-tailLines):]
+}
+
+// clipLine shortens a line an error quotes; the log file keeps all of it.
+func clipLine(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
 }
 
 // resetTail forgets the lines of an earlier process.

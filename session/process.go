@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +10,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // baselineEnv are the variables every extension process gets from the
-// daemon's environment (the B05 baseline). Nothing else reaches it unless
+// daemon's environment (the baseline). Nothing else reaches it unless
 // the operator grants a variable to the package by name.
 var baselineEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM"}
 
@@ -66,15 +68,64 @@ func Environment(environ []string, grants []string) (env []string, missing []str
 
 // process is one run of an extension's command.
 type process struct {
-	cmd      *exec.Cmd
-	pid      int
-	stdin    *os.File // ours: the extension reads it
-	stdout   *os.File // ours: the extension writes it
-	started  time.Time
-	exited   chan struct{}
-	waitErr  error
-	stderrWG chan struct{}
+	cmd     *exec.Cmd
+	pid     int
+	in      *inWriter  // ours: the extension reads it
+	out     *outReader // ours: the extension writes it
+	started time.Time
+	exited  chan struct{}
+	waitErr error
+	// stderrDone is closed once the extension's stderr reached its end.
+	stderrDone chan struct{}
 }
+
+// endedItself reports whether the extension closed its side of the
+// protocol streams: it reached the end of its stdout, or a write to its
+// stdin found nobody reading. Either means it exited (or closed them) on
+// its own, rather than the host breaking the connection off.
+func (p *process) endedItself() bool { return p.out.eof.Load() || p.in.broken.Load() }
+
+// outReader is the extension's stdout as its connection reads it; it
+// remembers whether the stream reached its end.
+type outReader struct {
+	f   *os.File
+	eof atomic.Bool
+}
+
+// Read implements io.Reader.
+func (r *outReader) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if errors.Is(err, io.EOF) {
+		r.eof.Store(true)
+	}
+	return n, err
+}
+
+// Close implements io.Closer, so closing the connection closes the pipe.
+func (r *outReader) Close() error { return r.f.Close() }
+
+// inWriter is the extension's stdin as its connection writes it; it
+// remembers whether a write found the pipe closed at the other end.
+type inWriter struct {
+	f      *os.File
+	broken atomic.Bool
+}
+
+// Write implements io.Writer.
+func (w *inWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		w.broken.Store(true)
+	}
+	return n, err
+}
+
+// SetWriteDeadline bounds a blocked write, as the connection expects of a
+// pipe.
+func (w *inWriter) SetWriteDeadline(t time.Time) error { return w.f.SetWriteDeadline(t) }
+
+// Close implements io.Closer: the extension reads EOF.
+func (w *inWriter) Close() error { return w.f.Close() }
 
 // spawn starts argv in dir, in its own process group, with env, its stdout
 // and stdin on pipes the caller speaks the protocol over and its stderr
@@ -117,18 +168,18 @@ func spawn(argv []string, dir string, env []string, log io.Writer) (*process, er
 		return nil, startErr
 	}
 	p := &process{
-		cmd:      cmd,
-		pid:      cmd.Process.Pid,
-		stdin:    inW,
-		stdout:   outR,
-		started:  time.Now(),
-		exited:   make(chan struct{}),
-		stderrWG: make(chan struct{}),
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		in:         &inWriter{f: inW},
+		out:        &outReader{f: outR},
+		started:    time.Now(),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
 	}
 	go func() {
 		_, _ = io.Copy(log, errR)
 		errR.Close()
-		close(p.stderrWG)
+		close(p.stderrDone)
 	}()
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -164,6 +215,36 @@ func (p *process) waitExit(d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// waitExitCtx waits up to d for the process to exit, or until ctx ends.
+func (p *process) waitExitCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// waitAll waits until every channel is closed, for at most d, or until ctx
+// ends.
+func waitAll(ctx context.Context, d time.Duration, chans ...<-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, c := range chans {
+		select {
+		case <-c:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -1,3 +1,12 @@
+// Package session is the host side of one extension process. New prepares
+// a session (command, environment, state directory, bounded stderr log);
+// Start launches the process in its own process group and runs the
+// handshake; from then on the session supervises it: a crash fails the
+// calls in flight with transport and restarts the process with backoff,
+// and a failed start is retried the same way, except the deterministic
+// refusals, which wait for the operator's Restart. Call and CallInTx send
+// the host-to-extension methods the manifest enables; every callback passes
+// the host's gate. Close stops the process and everything in its group.
 package session
 
 import (
@@ -9,7 +18,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -23,14 +31,17 @@ type State string
 
 // States.
 const (
-	// StateStarting: the first process is being started and handshaken.
+	// StateStarting: the session is new, or a process is being started and
+	// handshaken by Start or Restart.
 	StateStarting State = "starting"
 	// StateRunning: the handshake is done and calls are served.
 	StateRunning State = "running"
-	// StateRestarting: the process crashed; a new one starts after a backoff.
+	// StateRestarting: the process crashed, or a start failed; a new one
+	// starts after a backoff (Status.NextRestart says when).
 	StateRestarting State = "restarting"
 	// StateRefused: a deterministic refusal (no common version, a manifest
-	// that differs from the file); it is never restarted.
+	// that differs from the file, a KV downgrade); nothing retries it until
+	// the operator's Restart.
 	StateRefused State = "refused"
 	// StateStopped: Close finished.
 	StateStopped State = "stopped"
@@ -138,8 +149,8 @@ func (o *Options) defaults() {
 }
 
 // Session is the host side of one extension: its process, restarted with
-// backoff when it crashes, and the calls made to it. It is safe for
-// concurrent use.
+// backoff when it crashes or fails to start, and the calls made to it. It
+// is safe for concurrent use.
 type Session struct {
 	pkg     Package
 	name    string
@@ -151,30 +162,36 @@ type Session struct {
 	table   *jsonrpc.Table
 	logger  *slog.Logger
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced on every state change
-	state    State
-	proc     *process
-	conn     *jsonrpc.Conn
-	version  int
-	restarts int
-	lastErr  error
-	closing  bool
+	// ctx is the session's life: Close cancels it, which ends a launch, a
+	// backoff sleep or a restart in progress at once.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	stop    chan struct{}
-	supDone chan struct{}
-	inTx    atomic.Int32
+	// op serializes the lifecycle operations (Start, Restart, Close), so
+	// only one of them, or the background loop, ever launches a process.
+	op      sync.Mutex
+	started bool // guarded by op
+
+	mu          sync.Mutex
+	changed     chan struct{} // closed and replaced on every state change
+	state       State
+	proc        *process
+	conn        *jsonrpc.Conn
+	version     int
+	restarts    int
+	lastErr     error
+	nextRestart time.Time
+	loop        *loop // the background supervision, nil when none runs
+
+	inTx atomic.Int32
 }
 
-// Start starts the package's process and runs the handshake (initialize,
-// then configure). It returns once the extension serves, or with the one
-// error that says why it could not: start_failed, handshake_failed,
-// configure_refused, or a deterministic refusal (unsupported_protocol_version,
-// manifest_mismatch). After a successful start the session restarts the
-// process whenever it crashes, until Close.
-func Start(ctx context.Context, pkg Package, opts Options) (*Session, error) {
+// New prepares a session: it resolves the command, builds the environment,
+// creates the state directory and opens the log. Nothing starts until
+// Start. Its errors are start_failed.
+func New(pkg Package, opts Options) (*Session, error) {
 	if pkg.Manifest == nil {
-		return nil, fmt.Errorf("session: package in %s has no manifest", pkg.Dir)
+		return nil, protocol.Errorf(protocol.ErrStartFailed, "session: package in %s has no manifest; discover it before starting it", pkg.Dir)
 	}
 	opts.defaults()
 	m := pkg.Manifest
@@ -184,8 +201,6 @@ func Start(ctx context.Context, pkg Package, opts Options) (*Session, error) {
 		opts:    opts,
 		changed: make(chan struct{}),
 		state:   StateStarting,
-		stop:    make(chan struct{}),
-		supDone: make(chan struct{}),
 		logger:  opts.Logger.With("extension", m.Name),
 	}
 	argv, err := resolveCommand(m.Command, m.Name, pkg.Dir, opts.Self, protocol.IsHostRun(m.Command, m.Name))
@@ -203,13 +218,29 @@ func Start(ctx context.Context, pkg Package, opts Options) (*Session, error) {
 		return nil, protocol.Errorf(protocol.ErrStartFailed, "extension %s: opening its log: %v", m.Name, err)
 	}
 	s.table = hostTable(opts.Host)
-	if err := s.launch(ctx); err != nil {
-		s.setState(StateRefused, err)
-		s.log.Close()
-		close(s.supDone)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Start prepares a session (New) and starts it once: it returns once the
+// extension serves, or with the one error that says why it could not
+// (start_failed, handshake_failed, configure_refused, or a deterministic
+// refusal), leaving nothing running and retrying nothing. After a
+// successful start the session restarts the process whenever it crashes,
+// until Close. Offline validation and the demo use it; a daemon that keeps
+// retrying a failing package uses New and (*Session).Start.
+func Start(ctx context.Context, pkg Package, opts Options) (*Session, error) {
+	s, err := New(pkg, opts)
+	if err != nil {
 		return nil, err
 	}
-	go s.supervise()
+	s.op.Lock()
+	err = s.start(ctx, false)
+	s.op.Unlock()
+	if err != nil {
+		_ = s.Close(context.Background())
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -249,9 +280,16 @@ type Status struct {
 	State    State
 	PID      int
 	Protocol int
+	// Restarts counts crashes; an operator's Restart is not one.
 	Restarts int
 	// LastError is the last crash or start failure, "" when none.
 	LastError string
+	// Code is LastError's protocol code: transport for a crash,
+	// start_failed, handshake_failed, configure_refused,
+	// unsupported_protocol_version, manifest_mismatch, kv_downgrade …
+	Code string
+	// NextRestart is when the next restart is due, zero when none is.
+	NextRestart time.Time
 	// Started is when the running process started.
 	Started time.Time
 	// GrantedEnv are the granted variable names that were set; MissingEnv
@@ -264,7 +302,7 @@ type Status struct {
 func (s *Session) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Name: s.name, State: s.state, Protocol: s.version, Restarts: s.restarts, MissingEnv: s.missing}
+	st := Status{Name: s.name, State: s.state, Protocol: s.version, Restarts: s.restarts, MissingEnv: s.missing, NextRestart: s.nextRestart}
 	for _, g := range s.opts.PassEnv {
 		if !slices.Contains(s.missing, g) {
 			st.GrantedEnv = append(st.GrantedEnv, g)
@@ -276,6 +314,7 @@ func (s *Session) Status() Status {
 	}
 	if s.lastErr != nil {
 		st.LastError = s.lastErr.Error()
+		st.Code = protocol.CodeOf(s.lastErr)
 	}
 	return st
 }
@@ -287,15 +326,22 @@ func (s *Session) Changed() <-chan struct{} {
 	return s.changed
 }
 
+// setState records a state change (and err as the last error, when not
+// nil) and wakes whoever waits on Changed. No restart is due after it.
 func (s *Session) setState(st State, err error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setStateLocked(st, err, time.Time{})
+}
+
+func (s *Session) setStateLocked(st State, err error, next time.Time) {
 	s.state = st
 	if err != nil {
 		s.lastErr = err
 	}
+	s.nextRestart = next
 	close(s.changed)
 	s.changed = make(chan struct{})
-	s.mu.Unlock()
 }
 
 // Call calls an H→E method the manifest enables and waits for the answer.
@@ -404,56 +450,4 @@ func (s *Session) Reconfigure(ctx context.Context) (protocol.ConfigureResult, er
 		return protocol.ConfigureResult{}, err
 	}
 	return s.configure(ctx, conn)
-}
-
-// Close stops the extension: shutdown, then its stdin is closed, then
-// SIGTERM after a grace period, then SIGKILL to its process group. Nothing
-// it started in its group is left behind.
-func (s *Session) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		<-s.supDone
-		return nil
-	}
-	s.closing = true
-	close(s.stop)
-	s.mu.Unlock()
-	<-s.supDone
-
-	s.mu.Lock()
-	p, conn := s.proc, s.conn
-	s.mu.Unlock()
-	if p != nil {
-		s.stopProcess(ctx, p, conn, true)
-	}
-	s.setState(StateStopped, nil)
-	return s.log.Close()
-}
-
-// stopProcess ends one process: politely when graceful, then by force.
-func (s *Session) stopProcess(ctx context.Context, p *process, conn *jsonrpc.Conn, graceful bool) {
-	grace := s.opts.ShutdownGrace
-	if graceful && p.alive() && conn != nil {
-		sctx, cancel := context.WithTimeout(ctx, grace)
-		if err := conn.Call(sctx, protocol.MethodShutdown, protocol.ShutdownParams{}, nil); err != nil {
-			s.logger.Debug("shutdown not answered", "err", err)
-		}
-		cancel()
-		_ = conn.CloseWrite()
-		if !p.waitExit(grace) {
-			s.log.Note("did not exit within %s of stdin closing; sending SIGTERM", grace)
-			p.signalGroup(syscall.SIGTERM)
-			if !p.waitExit(grace) {
-				s.log.Note("did not exit within %s of SIGTERM; sending SIGKILL", grace)
-			}
-		}
-	}
-	p.signalGroup(syscall.SIGKILL)
-	p.waitExit(grace)
-	if conn != nil {
-		_ = conn.Close()
-	}
-	// Whatever else the extension left in its group goes too.
-	p.signalGroup(syscall.SIGKILL)
 }

@@ -17,6 +17,12 @@ import (
 // is the session's current one; on failure it is gone and the error says
 // what to do.
 func (s *Session) launch(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("extension %s was not started: %w", s.name, err)
+	}
+	s.mu.Lock()
+	s.nextRestart = time.Time{}
+	s.mu.Unlock()
 	s.log.resetTail()
 	p, err := spawn(s.argv, s.pkg.Dir, s.env, s.log)
 	if err != nil {
@@ -25,7 +31,7 @@ func (s *Session) launch(ctx context.Context) error {
 			s.name, err, s.argv, s.pkg.Dir)
 	}
 	s.log.Note("started %s (pid %d)", strings.Join(s.argv, " "), p.pid)
-	conn := jsonrpc.New(p.stdout, p.stdin, jsonrpc.Options{
+	conn := jsonrpc.New(p.out, p.in, jsonrpc.Options{
 		Peer:        "extension " + s.name,
 		Handlers:    s.table,
 		Gate:        s.gate,
@@ -44,15 +50,15 @@ func (s *Session) launch(ctx context.Context) error {
 	}()
 	version, phase, err := s.handshake(hctx, conn)
 	if err != nil {
-		err = s.handshakeError(p, phase, err)
-		s.stopProcess(context.Background(), p, conn, false)
+		err = s.handshakeError(ctx, p, conn, phase, err)
+		s.stopProcess(ctx, p, conn, false)
 		s.log.Note("%v", err)
 		return err
 	}
 	s.mu.Lock()
 	s.proc, s.conn, s.version = p, conn, version
+	s.setStateLocked(StateRunning, nil, time.Time{})
 	s.mu.Unlock()
-	s.setState(StateRunning, nil)
 	s.logger.Info("extension started", "pid", p.pid, "protocol", version, "granted_env", s.opts.PassEnv, "missing_env", s.missing)
 	return nil
 }
@@ -122,40 +128,27 @@ func (s *Session) configure(ctx context.Context, conn *jsonrpc.Conn) (protocol.C
 	return res, nil
 }
 
-// handshakeError makes one error of a failed handshake: the phase, how the
-// process ended, its last stderr lines, the command and where its log is.
-func (s *Session) handshakeError(p *process, phase string, err error) error {
+// handshakeError makes one error of a failed handshake: the phase, why it
+// ended, its last stderr lines, the command and where its log is.
+func (s *Session) handshakeError(ctx context.Context, p *process, conn *jsonrpc.Conn, phase string, err error) error {
 	switch protocol.CodeOf(err) {
 	case protocol.CodeUnsupportedProtocolVersion, protocol.CodeManifestMismatch, protocol.CodeConfigureRefused:
 		return err
 	}
-	// A process that broke the handshake by exiting is reaped within
-	// moments of its EOF; one that is still running is reported as it is.
-	exited := p.waitExit(200 * time.Millisecond)
-	if !exited {
-		// Kill it now, so its stderr is complete for the message.
-		p.signalGroup(syscall.SIGKILL)
-		p.waitExit(time.Second)
+	why, _ := s.endReason(ctx, p, conn)
+	switch {
+	case why != "":
+	case ctx.Err() != nil:
+		why = "the start was abandoned: " + ctx.Err().Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		why = fmt.Sprintf("no answer within %s", s.opts.HandshakeTimeout)
+	default:
+		why = err.Error()
 	}
-	select {
-	case <-p.stderrWG:
-	case <-time.After(500 * time.Millisecond):
-	}
+	s.drainStderr(ctx, p)
 	var b strings.Builder
-	fmt.Fprintf(&b, "extension %s failed its handshake during %s: ", s.name, phase)
-	if exited {
-		b.WriteString(p.exitStatus())
-	} else if errors.Is(err, context.DeadlineExceeded) {
-		fmt.Fprintf(&b, "no answer within %s", s.opts.HandshakeTimeout)
-	} else {
-		b.WriteString(err.Error())
-	}
-	fmt.Fprintf(&b, " (command %q)", strings.Join(s.argv, " "))
-	if tail := s.log.Tail(); len(tail) > 0 {
-		b.WriteString(". Last lines of its stderr:\n    " + strings.Join(tail, "\n    ") + "\n")
-	} else {
-		b.WriteString(". It wrote nothing to stderr. ")
-	}
+	fmt.Fprintf(&b, "extension %s failed its handshake during %s: %s (command %q)", s.name, phase, why, strings.Join(s.argv, " "))
+	s.writeTail(&b)
 	if path := s.log.Path(); path != "" {
 		fmt.Fprintf(&b, "Read %s; an extension", path)
 	} else {
@@ -165,57 +158,108 @@ func (s *Session) handshakeError(p *process, phase string, err error) error {
 	return protocol.Errorf(protocol.ErrHandshakeFailed, "%s", b.String())
 }
 
-// supervise restarts the process after each crash, with backoff, until
-// Close or a deterministic refusal.
-func (s *Session) supervise() {
-	defer close(s.supDone)
-	policy := restartPolicy{b: s.opts.Backoff}
-	for {
-		s.mu.Lock()
-		p, conn := s.proc, s.conn
-		s.mu.Unlock()
-		select {
-		case <-p.exited:
-		case <-conn.Done():
-		case <-s.stop:
-			return
-		}
-		crash := s.crashError(p, conn)
-		s.stopProcess(context.Background(), p, conn, false)
-		s.log.Note("%v", crash)
-		s.logger.Warn("extension crashed", "err", crash)
-		s.mu.Lock()
-		s.proc, s.conn = nil, nil
-		s.restarts++
-		s.mu.Unlock()
-		s.setState(StateRestarting, crash)
-		wait := policy.afterCrash(time.Since(p.started))
-		for {
-			if !s.sleep(wait) {
-				return
-			}
-			ctx, cancel := s.stopContext()
-			err := s.launch(ctx)
-			cancel()
-			if err == nil {
-				break
-			}
-			if s.stopping() {
-				return
-			}
-			if refused(err) {
-				s.setState(StateRefused, err)
-				return
-			}
-			s.setState(StateRestarting, err)
-			wait = policy.afterFailedStart()
-		}
+// settle bounds the wait for the second half of a process's end once the
+// first is seen: its exit after its stdout closed, or the end of its
+// connection after it exited.
+const settle = 2 * time.Second
+
+// endReason says why a process's connection ended, and whether the host
+// broke it off. A protocol error (a line that is not JSON-RPC, a line over
+// the size bound, a write the process did not read in time) is the reason
+// whenever the host ended the connection for it, even though the process
+// then exits by itself once its stdin closes; the exit status is the reason
+// only when the process ended on its own. It is "" when neither is known:
+// the process lives and its connection is open, or it closed its streams
+// and lives on.
+func (s *Session) endReason(ctx context.Context, p *process, conn *jsonrpc.Conn) (why string, protocolError bool) {
+	if !p.alive() || p.endedItself() {
+		waitAll(ctx, settle, p.exited, conn.Done())
+	}
+	if err := conn.Err(); err != nil && !p.endedItself() {
+		return err.Error(), true
+	}
+	if !p.alive() {
+		return p.exitStatus(), false
+	}
+	return "", false
+}
+
+// drainStderr kills what is left of the process's group, so nothing holds
+// its stderr open, and waits for the last of it to reach the log.
+func (s *Session) drainStderr(ctx context.Context, p *process) {
+	p.signalGroup(syscall.SIGKILL)
+	waitAll(ctx, settle, p.exited, p.stderrDone)
+}
+
+// writeTail appends the last lines of stderr, or says there were none.
+func (s *Session) writeTail(b *strings.Builder) {
+	if tail := s.log.Tail(); len(tail) > 0 {
+		b.WriteString(". Last lines of its stderr:\n    " + strings.Join(tail, "\n    ") + "\n")
+	} else {
+		b.WriteString(". It wrote nothing to stderr. ")
 	}
 }
 
-// restartPolicy is the backoff between restarts: Min after the first crash,
-// doubling with each crash or failed start up to Max, and back to Min once a
-// process has stayed up for ResetAfter.
+// watch waits for the running process to crash, reports the crash and
+// returns the backoff before the restart. It returns zero when ctx ends
+// first (Restart or Close), leaving the process to them.
+func (s *Session) watch(ctx context.Context, policy *restartPolicy) time.Duration {
+	s.mu.Lock()
+	p, conn := s.proc, s.conn
+	s.mu.Unlock()
+	select {
+	case <-p.exited:
+	case <-conn.Done():
+	case <-ctx.Done():
+		return 0
+	}
+	crash := s.crashError(ctx, p, conn)
+	s.stopProcess(ctx, p, conn, false)
+	s.log.Note("%v", crash)
+	s.logger.Warn("extension crashed", "err", crash)
+	wait := policy.afterCrash(time.Since(p.started))
+	s.mu.Lock()
+	s.proc, s.conn = nil, nil
+	s.restarts++
+	s.setStateLocked(StateRestarting, crash, time.Now().Add(wait))
+	s.mu.Unlock()
+	return wait
+}
+
+// relaunch waits, then starts the process again, backing off after each
+// failed start, until one serves (true), ctx ends or a deterministic
+// refusal stops the retries (false). The state is already restarting.
+func (s *Session) relaunch(ctx context.Context, policy *restartPolicy, wait time.Duration) bool {
+	for {
+		if !sleep(ctx, wait) {
+			return false
+		}
+		err := s.launch(ctx)
+		switch {
+		case err == nil:
+			return true
+		case ctx.Err() != nil:
+			return false
+		case refused(err):
+			s.setState(StateRefused, err)
+			return false
+		}
+		s.logger.Warn("extension start failed; retrying", "err", err)
+		wait = policy.afterFailedStart()
+		s.restarting(err, wait)
+	}
+}
+
+// restarting records a failure and when the next launch is due.
+func (s *Session) restarting(err error, wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setStateLocked(StateRestarting, err, time.Now().Add(wait))
+}
+
+// restartPolicy is the backoff between restarts: Min after the first crash
+// or failed start, doubling with each crash or failed start up to Max, and
+// back to Min once a process has stayed up for ResetAfter.
 type restartPolicy struct {
 	b    Backoff
 	last time.Duration
@@ -231,9 +275,13 @@ func (r *restartPolicy) afterCrash(uptime time.Duration) time.Duration {
 	return r.last
 }
 
-// afterFailedStart is the wait before trying again after a restart failed.
+// afterFailedStart is the wait before trying again after a start failed.
 func (r *restartPolicy) afterFailedStart() time.Duration {
-	r.last = min(r.last*2, r.b.Max)
+	if r.last == 0 {
+		r.last = r.b.Min
+	} else {
+		r.last = min(r.last*2, r.b.Max)
+	}
 	return r.last
 }
 
@@ -246,58 +294,41 @@ func refused(err error) bool {
 	return false
 }
 
-// crashError describes a process that exited or broke the protocol.
-func (s *Session) crashError(p *process, conn *jsonrpc.Conn) error {
-	p.waitExit(100 * time.Millisecond)
-	var why string
+// crashError describes a process that exited or broke the protocol, with
+// the last lines of its stderr.
+func (s *Session) crashError(ctx context.Context, p *process, conn *jsonrpc.Conn) error {
+	uptime := time.Since(p.started).Round(time.Millisecond)
+	why, broke := s.endReason(ctx, p, conn)
+	var b strings.Builder
 	switch {
-	case !p.alive():
-		why = p.exitStatus()
-	case conn.Err() != nil:
-		why = conn.Err().Error() + "; the process was killed"
+	case broke:
+		fmt.Fprintf(&b, "extension %s broke the protocol after %s and was stopped: %s", s.name, uptime, why)
+	case why != "":
+		fmt.Fprintf(&b, "extension %s crashed after %s: %s", s.name, uptime, why)
+	case p.endedItself():
+		fmt.Fprintf(&b, "extension %s closed its stdin or stdout after %s; the process was killed", s.name, uptime)
 	default:
-		why = "the connection ended; the process was killed"
+		fmt.Fprintf(&b, "extension %s lost its connection after %s; the process was killed", s.name, uptime)
 	}
-	select {
-	case <-p.stderrWG:
-	case <-time.After(100 * time.Millisecond):
+	s.drainStderr(ctx, p)
+	s.writeTail(&b)
+	if path := s.log.Path(); path != "" {
+		fmt.Fprintf(&b, "Its log is %s. ", path)
 	}
-	msg := fmt.Sprintf("extension %s crashed: %s after %s", s.name, why, time.Since(p.started).Round(time.Millisecond))
-	if tail := s.log.Tail(); len(tail) > 0 {
-		msg += "; last stderr: " + tail[len(tail)-1]
+	if broke {
+		b.WriteString("An extension writes only protocol messages to stdout, one JSON-RPC message per line of at most 16 MiB, and its logs to stderr")
 	}
-	return protocol.Errorf(protocol.ErrTransport, "%s", msg)
+	return protocol.Errorf(protocol.ErrTransport, "%s", strings.TrimSpace(b.String()))
 }
 
-func (s *Session) sleep(d time.Duration) bool {
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-s.stop:
+	case <-ctx.Done():
 		return false
 	}
-}
-
-func (s *Session) stopping() bool {
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
-}
-
-// stopContext is cancelled by Close, so a restart in progress stops.
-func (s *Session) stopContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }

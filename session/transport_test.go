@@ -55,6 +55,9 @@ func startTransport(t testing.TB, edit func(*session.Options)) started {
 		LogPath:  filepath.Join(state, "logs", "extensions", transport.Name+".log"),
 		Host:     host.Table(),
 		HostInfo: protocol.HostInfo{Name: "open-conduit-test", Version: "0"},
+		// A loaded machine may take long to start a process; the tests
+		// that need the handshake timeout set their own.
+		HandshakeTimeout: slowHandshake,
 	}
 	if edit != nil {
 		edit(&opts)
@@ -86,7 +89,7 @@ func call[Out any](ctx context.Context, s *session.Session, op string, in any) (
 	return out, json.Unmarshal(res.Output.Data, &out)
 }
 
-// TestTransportCompatibility is the seed's transport compatibility list,
+// TestTransportCompatibility is the transport compatibility list,
 // against a real subprocess built on the SDK.
 func TestTransportCompatibility(t *testing.T) {
 	ctx := context.Background()
@@ -104,7 +107,7 @@ func TestTransportCompatibility(t *testing.T) {
 
 	t.Run("version_mismatch_refused", func(t *testing.T) {
 		_, err := session.Start(ctx, session.Package{Dir: transportDir, Manifest: loadManifest(t, transportDir)},
-			session.Options{Versions: []int{99}})
+			session.Options{Versions: []int{99}, HandshakeTimeout: slowHandshake})
 		if !errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {
 			t.Fatalf("got %v", err)
 		}
@@ -113,7 +116,7 @@ func TestTransportCompatibility(t *testing.T) {
 	t.Run("manifest_mismatch_refused", func(t *testing.T) {
 		m := loadManifest(t, transportDir)
 		m.Version = "9.9.9"
-		_, err := session.Start(ctx, session.Package{Dir: transportDir, Manifest: m}, session.Options{})
+		_, err := session.Start(ctx, session.Package{Dir: transportDir, Manifest: m}, session.Options{HandshakeTimeout: slowHandshake})
 		if !errors.Is(err, protocol.ErrManifestMismatch) || !strings.Contains(err.Error(), "version") {
 			t.Fatalf("got %v", err)
 		}
@@ -212,15 +215,13 @@ func TestTransportCompatibility(t *testing.T) {
 
 	t.Run("cancellation_reaches_handler", func(t *testing.T) {
 		st := startTransport(t, nil)
+		// The handler waits until cancelled, so only the caller's deadline
+		// can end the call.
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		_, err := call[transport.Empty](cctx, st.s, "transport.wait", transport.Text{Text: "seen"})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("caller: %v", err)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("the caller waited %s", d)
 		}
 		waitFor(t, "the handler to see its cancellation", func() bool {
 			return string(st.host.KV(transport.Name)["cancelled"]) == "seen"
@@ -248,7 +249,9 @@ func TestTransportCompatibility(t *testing.T) {
 	})
 
 	t.Run("crash_mid_call", func(t *testing.T) {
-		st := startTransport(t, func(o *session.Options) { o.Backoff.Min = time.Second })
+		// No restart is due within the test, so the session stays down
+		// until the operator restarts it.
+		st := startTransport(t, func(o *session.Options) { o.Backoff.Min = time.Hour })
 		_, err := call[transport.Empty](ctx, st.s, "transport.crash", transport.Count{N: 3})
 		if !errors.Is(err, protocol.ErrTransport) {
 			t.Fatalf("crash mid-call: %v", err)
@@ -261,22 +264,47 @@ func TestTransportCompatibility(t *testing.T) {
 		if !errors.Is(err, protocol.ErrTransport) || !strings.Contains(err.Error(), "exited with status 3") {
 			t.Fatalf("call while down: %v", err)
 		}
-		// The restarted process serves again.
-		waitFor(t, "the restart", func() bool { return st.s.Status().State == session.StateRunning })
+		status := st.s.Status()
+		if status.Restarts != 1 || status.Code != protocol.CodeTransport || !strings.Contains(status.LastError, "crashing on purpose") ||
+			time.Until(status.NextRestart) < 30*time.Minute {
+			t.Fatalf("status %+v", status)
+		}
+		if err := st.s.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
 		got, err := call[transport.Text](ctx, st.s, "transport.echo", transport.Text{Text: "back"})
 		if err != nil || got.Text != "back" {
 			t.Fatalf("after restart: %q %v", got.Text, err)
 		}
-		status := st.s.Status()
-		if status.Restarts != 1 || !strings.Contains(status.LastError, "crashing on purpose") {
+	})
+
+	t.Run("restarted_after_crash", func(t *testing.T) {
+		st := startTransport(t, nil)
+		before := st.s.Status().PID
+		if _, err := call[transport.Empty](ctx, st.s, "transport.crash", transport.Count{N: 3}); !errors.Is(err, protocol.ErrTransport) {
+			t.Fatalf("crash mid-call: %v", err)
+		}
+		waitFor(t, "the restart", func() bool {
+			status := st.s.Status()
+			return status.State == session.StateRunning && status.PID != before
+		})
+		got, err := call[transport.Text](ctx, st.s, "transport.echo", transport.Text{Text: "back"})
+		if err != nil || got.Text != "back" {
+			t.Fatalf("after restart: %q %v", got.Text, err)
+		}
+		if status := st.s.Status(); status.Restarts != 1 || !strings.Contains(status.LastError, "crashing on purpose") {
 			t.Fatalf("status %+v", status)
 		}
 	})
 }
 
+// slowHandshake is the handshake timeout of tests whose process may be slow
+// to start on a loaded machine: long enough never to be what ends a test.
+const slowHandshake = 10 * time.Minute
+
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

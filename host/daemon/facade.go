@@ -11,7 +11,6 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/session"
 )
 
 // callTimeout bounds an operator's call of an operation.
@@ -70,7 +69,7 @@ func (d *Daemon) Call(ctx context.Context, name string, req client.CallRequest) 
 	}
 	s := d.pkgs.running(x)
 	if s == nil {
-		return client.CallResult{}, protocol.Errorf(protocol.ErrUnavailable, "%s", notRunning(snap))
+		return client.CallResult{}, protocol.Errorf(protocol.ErrUnavailable, "%s", notRunning(name, snap))
 	}
 	input := []byte("{}")
 	if req.Input != nil {
@@ -178,12 +177,4 @@ func (d *Daemon) Records(kind string) (client.Records, error) {
 		return client.Records{}, fmt.Errorf("reading %s records: %w", kind, err)
 	}
 	return res, nil
-}
-
-// stateOf is a session's state, or "" without one.
-func stateOf(s *session.Session) session.State {
-	if s == nil {
-		return ""
-	}
-	return s.Status().State
 }

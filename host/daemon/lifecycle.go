@@ -35,7 +35,7 @@ func (d *Daemon) startAll(ctx context.Context, pkgs []discover.Package, passEnv 
 
 // add registers a package the daemon has not run yet.
 func (p *packages) add(pkg discover.Package) *extension {
-	x := &extension{name: pkg.Name, pkg: pkg}
+	x := &extension{name: pkg.Name, extState: extState{pkg: pkg}}
 	p.mu.Lock()
 	p.exts[pkg.Name] = x
 	p.mu.Unlock()

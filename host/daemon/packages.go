@@ -33,8 +33,12 @@ type extension struct {
 	// an operator's restart, a rescan's replacement), never held by a
 	// reader.
 	op sync.Mutex
+	// extState is guarded by packages.mu.
+	extState
+}
 
-	// Guarded by packages.mu:
+// extState is what changes as a package starts, restarts and stops.
+type extState struct {
 	pkg     discover.Package
 	passEnv []string
 	svc     *service.Service
@@ -74,10 +78,10 @@ func (p *packages) list() []*extension {
 }
 
 // snapshot reads an extension's guarded fields at once.
-func (p *packages) snapshot(x *extension) extension {
+func (p *packages) snapshot(x *extension) extState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return extension{name: x.name, pkg: x.pkg, passEnv: x.passEnv, svc: x.svc, session: x.session, err: x.err, pending: x.pending, tasks: x.tasks}
+	return x.extState
 }
 
 // running returns the package's session when its process serves.
@@ -120,7 +124,7 @@ func (p *packages) validators() ([]*protocol.Manifest, []validate.Failed, valida
 			sessions[m.Name] = s
 			continue
 		}
-		failed = append(failed, validate.Failed{Manifest: m, Err: notRunning(snap)})
+		failed = append(failed, validate.Failed{Manifest: m, Err: notRunning(x.name, snap)})
 	}
 	ask := func(ctx context.Context, a validate.Ask) config.Problems {
 		return validate.With(ctx, a.Manifest.Name, validate.SessionCaller(sessions[a.Manifest.Name]), a.Objects)
@@ -129,12 +133,12 @@ func (p *packages) validators() ([]*protocol.Manifest, []validate.Failed, valida
 }
 
 // notRunning says why a package does not serve, with its code.
-func notRunning(x extension) error {
+func notRunning(name string, x extState) error {
 	if x.err != nil {
 		return x.err
 	}
 	if x.session == nil {
-		return protocol.Errorf(protocol.ErrUnavailable, "%s is starting", x.name)
+		return protocol.Errorf(protocol.ErrUnavailable, "%s is starting", name)
 	}
 	st := x.session.Status()
 	code := st.Code
@@ -149,7 +153,7 @@ func notRunning(x extension) error {
 	if !ok {
 		sentinel = protocol.ErrUnavailable
 	}
-	return protocol.Errorf(sentinel, "%s is %s: %s", x.name, st.State, firstLine(why))
+	return protocol.Errorf(sentinel, "%s is %s: %s", name, st.State, firstLine(why))
 }
 
 func firstLine(s string) string {

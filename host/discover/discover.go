@@ -6,9 +6,11 @@
 package discover
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -154,11 +156,7 @@ func load(dir string, src Source, served map[string]*protocol.Manifest) (Package
 	}
 	m, err := protocol.ParseAndValidateManifest(data)
 	if err != nil {
-		code := "invalid_package"
-		if protocol.CodeOf(err) == protocol.CodeNeedsNewerHost {
-			code = protocol.CodeNeedsNewerHost
-		}
-		return Package{}, &Problem{Dir: dir, Name: base, Code: code, Message: oneLine(err)}
+		return Package{}, &Problem{Dir: dir, Name: base, Code: manifestCode(err), Message: manifestMessage(err)}
 	}
 	if m.Name != base {
 		return Package{}, &Problem{Dir: dir, Name: base, Code: "invalid_package",
@@ -187,6 +185,40 @@ func load(dir string, src Source, served map[string]*protocol.Manifest) (Package
 			Message: fmt.Sprintf("its command %s is not an executable file", m.Command[0])}
 	}
 	return p, nil
+}
+
+// manifestCode is the code of a manifest discovery refuses: a field or
+// permission from a newer release needs a newer host; a package sharing no
+// protocol version with this host is incompatible (its remedy is another
+// build of the package or of Open Conduit, not an edit); anything else is
+// an invalid package.
+func manifestCode(err error) string {
+	if protocol.CodeOf(err) == protocol.CodeNeedsNewerHost {
+		return protocol.CodeNeedsNewerHost
+	}
+	var me *protocol.ManifestError
+	if errors.As(err, &me) && slices.ContainsFunc(me.Problems, func(p protocol.Problem) bool { return p.Rule == ruleProtocolVersion }) {
+		return protocol.CodeIncompatibleProtocol
+	}
+	return "invalid_package"
+}
+
+// ruleProtocolVersion is the manifest rule broken by a protocol list that
+// names no version this host speaks.
+const ruleProtocolVersion = "protocol_version"
+
+// manifestMessage lists a manifest's broken rules on one line, each with
+// its JSON pointer and rule id, so the author can find and fix every one.
+func manifestMessage(err error) string {
+	var me *protocol.ManifestError
+	if !errors.As(err, &me) || len(me.Problems) == 0 {
+		return oneLine(err)
+	}
+	parts := make([]string, len(me.Problems))
+	for i, p := range me.Problems {
+		parts[i] = fmt.Sprintf("%s: %s [rule %s]", p.Path, p.Message, p.Rule)
+	}
+	return "manifest: " + strings.Join(parts, "; ")
 }
 
 func oneLine(err error) string {

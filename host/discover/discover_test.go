@@ -102,7 +102,7 @@ func TestSkippedPackagesSayWhy(t *testing.T) {
 	if len(pkgs) != 1 || pkgs[0].Name != "good" {
 		t.Fatalf("packages %+v", pkgs)
 	}
-	want := map[string]string{"misnamed": "manifest's name", "noexe": "does not exist", "hostrun": "does not serve", "invalid": "protocol", "empty": "no readable"}
+	want := map[string]string{"misnamed": "manifest's name", "noexe": "does not exist", "hostrun": "does not serve", "invalid": "/protocol", "empty": "no readable"}
 	if len(problems) != len(want) {
 		t.Fatalf("problems %+v", problems)
 	}
@@ -110,6 +110,64 @@ func TestSkippedPackagesSayWhy(t *testing.T) {
 		if w, ok := want[p.Name]; !ok || !strings.Contains(p.Message, w) {
 			t.Errorf("%s: %s (%s)", p.Name, p.Message, p.Code)
 		}
+	}
+}
+
+func TestManifestProblemsCarryTheirCodeRuleAndPointer(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*protocol.Manifest)
+		code string
+		want []string
+	}{
+		{
+			name: "no common protocol version",
+			edit: func(m *protocol.Manifest) { m.Protocol = []int{99} },
+			code: protocol.CodeIncompatibleProtocol,
+			want: []string{"/protocol: ", "[rule protocol_version]"},
+		},
+		{
+			name: "broken rules",
+			edit: func(m *protocol.Manifest) {
+				m.Provides.Operations = []protocol.Operation{{Name: "other.op", Kind: "query"}}
+			},
+			code: "invalid_package",
+			want: []string{"/provides/operations/0/name: ", "[rule dotted_name]", "/provides/operations/0/kind: ", "[rule operation_kind]"},
+		},
+		{
+			// The protocol decides the code even beside other broken rules:
+			// no edit to the manifest fixes it.
+			name: "no common protocol version and broken rules",
+			edit: func(m *protocol.Manifest) {
+				m.Protocol = []int{99}
+				m.Provides.Operations = []protocol.Operation{{Name: "other.op"}}
+			},
+			code: protocol.CodeIncompatibleProtocol,
+			want: []string{"[rule protocol_version]", "/provides/operations/0/name: ", "[rule dotted_name]"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writePkg(t, root, "acme", manifest("acme", tc.edit), true)
+			// Negative control: the same package without the edit is admitted.
+			writePkg(t, root, "clean", manifest("clean", nil), true)
+			pkgs, problems := Discover(Options{Installed: root})
+			if len(pkgs) != 1 || pkgs[0].Name != "clean" {
+				t.Fatalf("packages %+v", pkgs)
+			}
+			if len(problems) != 1 || problems[0].Name != "acme" || problems[0].Code != tc.code {
+				t.Fatalf("problems %+v", problems)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(problems[0].Message, w) {
+					t.Errorf("the problem does not say %q: %s", w, problems[0].Message)
+				}
+			}
+			if strings.Contains(problems[0].Message, "\n") {
+				t.Errorf("the problem spans lines: %q", problems[0].Message)
+			}
+		})
 	}
 }
 
