@@ -163,6 +163,11 @@ func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	p, conn, stopped := s.proc, s.conn, s.state == StateStopped
 	s.proc, s.conn = nil, nil
+	if !stopped {
+		// Stopped before the process is gone, so no caller sees a running
+		// session without its connection.
+		s.setStateLocked(StateStopped, nil, time.Time{})
+	}
 	s.mu.Unlock()
 	if stopped {
 		return nil
@@ -170,7 +175,6 @@ func (s *Session) Close(ctx context.Context) error {
 	if p != nil {
 		s.stopProcess(ctx, p, conn, true)
 	}
-	s.setState(StateStopped, nil)
 	return s.log.Close()
 }
 

@@ -414,10 +414,10 @@ func (s *Session) await(ctx context.Context) (*jsonrpc.Conn, error) {
 		s.mu.Lock()
 		conn, state, last, changed := s.conn, s.state, s.lastErr, s.changed
 		s.mu.Unlock()
-		switch state {
-		case StateRunning:
+		switch {
+		case state == StateRunning && conn != nil:
 			return conn, nil
-		case StateRefused, StateStopped:
+		case state == StateRefused || state == StateStopped:
 			return nil, s.notRunning(state, last)
 		}
 		select {

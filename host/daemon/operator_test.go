@@ -423,7 +423,7 @@ func TestAPIAnswersWhileAPackageNeverAnswersInitialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(mute, protocol.ManifestFile), data, 0o644)
-	os.WriteFile(filepath.Join(mute, "mute-extension"), []byte("#!/bin/sh\nexec cat >/dev/null\n"), 0o755)
+	os.WriteFile(filepath.Join(mute, "mute-extension"), []byte("#!/bin/sh\nwhile read -r line; do :; done\n"), 0o755)
 	e.log = &syncBuffer{}
 	e.cmd = exec.Command(bins.openConduit, "serve", "--state", e.state, "--config", e.config)
 	e.cmd.Env = append(os.Environ(), "OC_TEST_S1=one-7f3a", "OC_TEST_TOKEN=tok-5e8f")

@@ -68,7 +68,7 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 		}
 	}()
 	for i := range 8 {
-		res, err := d.Apply(ctx, []byte(configs[i%2]))
+		res, err := d.Apply(ctx, []byte(configs[(i+1)%2]))
 		if err != nil || !res.Applied || len(res.Refused) > 0 {
 			t.Fatalf("apply %d: %+v %v", i, res, err)
 		}
@@ -80,7 +80,7 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if data, err := os.ReadFile(e.config); err != nil || string(data) != configs[1] {
+	if data, err := os.ReadFile(e.config); err != nil || string(data) != configs[0] {
 		t.Fatalf("the last applied config is not the file: %v", err)
 	}
 }

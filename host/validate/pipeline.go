@@ -131,8 +131,8 @@ func unavailableObjects(cfg *config.Config, failed []Failed) config.Problems {
 		}
 		refuse := func(path, what, name string) {
 			ps = append(ps, config.Problem{Path: path, Code: CodeExtensionUnavailable, Severity: config.Error,
-				Message: fmt.Sprintf("%s %q belongs to package %s, which could not start (%s): %s. Fix the package and start the daemon again, or remove this from the config",
-					what, name, f.Manifest.Name, protocol.CodeOf(f.Err), errText(f.Err))})
+				Message: fmt.Sprintf("%s %q belongs to package %s, which is not running (%s): %s. Fix the package and start it again (open-conduit extension restart %s, or restart the daemon), or remove this from the config",
+					what, name, f.Manifest.Name, protocol.CodeOf(f.Err), errText(f.Err), f.Manifest.Name)})
 		}
 		for _, r := range references(cfg, f.Manifest) {
 			refuse(r.path, r.what, r.name)
