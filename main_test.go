@@ -1,32 +1,101 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	json "github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// binary builds open-conduit once for this test binary.
-func binary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "open-conduit")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// bin is open-conduit, built once for this test binary.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "open-conduit-main-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	return bin
+	bin = filepath.Join(dir, "open-conduit")
+	code := 1
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build (the tests need the go command): %v\n%s", err, out)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// command is the binary run in dir with a clean environment: the XDG
+// directories are the test's, so nothing reads or writes the user's.
+func command(t *testing.T, dir string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"XDG_STATE_HOME="+filepath.Join(home, "state"), "OPEN_CONDUIT_STATE=", "TZ=Asia/Kolkata")
+	return cmd
+}
+
+// result runs cmd and returns its exit status and streams. A command that
+// has not ended after minutes is killed, so a wrong one (a serve that
+// should have refused to start) fails the test rather than hanging it.
+func result(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hung := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !hung.Stop() {
+		t.Fatalf("%v was still running after 3 minutes; killed it\n%s%s", cmd.Args, out.String(), errb.String())
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// realDir is dir with symlinks resolved, as a process started in it sees
+// its working directory.
+func realDir(t *testing.T, dir string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
 }
 
 // TestBinaryEndToEnd runs the real binary: the demo starts the bundled
 // extension as a process (the binary itself, as extension-run), and
 // extension-run prints a manifest protocol validates.
 func TestBinaryEndToEnd(t *testing.T) {
-	bin := binary(t)
-
 	out, err := exec.Command(bin, "extension-run", "hello", "package-manifest").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -72,4 +141,268 @@ func TestBinaryEndToEnd(t *testing.T) {
 	if out, err := exec.Command(bin, "config", "check", "--config", good).CombinedOutput(); err != nil {
 		t.Fatalf("config check of a good config: %v\n%s", err, out)
 	}
+}
+
+func TestBinaryResolvesRelativePathsAgainstItsWorkingDirectory(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	if code, out, errs := result(t, command(t, dir, "config", "init", "--config", "conf/config.json")); code != 0 ||
+		!strings.Contains(out, "wrote "+filepath.Join(dir, "conf", "config.json")) ||
+		!strings.Contains(out, "open-conduit serve --config "+filepath.Join(dir, "conf", "config.json")) {
+		t.Fatalf("config init: %d\n%s%s", code, out, errs)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"config check names the file it checked", []string{"config", "check", "--config", "conf/config.json"},
+			filepath.Join(dir, "conf", "config.json") + " is valid"},
+		{"extension list offline gives each log's path in the state directory",
+			[]string{"extension", "list", "--state", "st", "--config", "conf/config.json"},
+			filepath.Join(dir, "st", "logs", "extensions", "hello.log")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := result(t, command(t, dir, c.args...))
+			if code != 0 || !strings.Contains(out, c.want) {
+				t.Fatalf("code %d, want stdout to hold %q:\n%s%s", code, c.want, out, errs)
+			}
+		})
+	}
+	// Negative control: the same relative path from another directory
+	// names a file that is not there.
+	code, _, errs := result(t, command(t, t.TempDir(), "config", "check", "--config", "conf/config.json"))
+	if code != 1 || !strings.Contains(errs, "conf/config.json") {
+		t.Fatalf("from elsewhere: %d %s", code, errs)
+	}
+}
+
+func TestBinaryMisuseAndAMissingConfigFailInOneLine(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		says     string
+	}{
+		{"a log level that is not one", []string{"serve", "--log-level", "nonsense", "--state", "st"}, 2, "debug, info, warn, error"},
+		{"a log format that is not one", []string{"serve", "--log-format", "yaml", "--state", "st"}, 2, "text, json"},
+		{"a named config file that is missing", []string{"serve", "--config", "missing.json", "--state", "st"}, 1,
+			filepath.Join(dir, "missing.json")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := result(t, command(t, dir, c.args...))
+			if code != c.wantCode || out != "" || strings.Count(errs, "\n") != 1 ||
+				!strings.HasPrefix(errs, "open-conduit serve: ") || !strings.Contains(errs, c.says) {
+				t.Fatalf("code %d (want %d), stdout %q, stderr %q (want one line saying %q)", code, c.wantCode, out, errs, c.says)
+			}
+		})
+	}
+}
+
+// daemon is a running open-conduit serve whose log (JSON lines) the test
+// reads.
+type daemon struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	state string
+	mu    sync.Mutex
+	lines []map[string]any
+	done  chan struct{}
+}
+
+// serve starts the binary's serve in dir and waits until its API answers.
+func serve(t *testing.T, dir string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, state: filepath.Join(dir, "st"), done: make(chan struct{})}
+	d.cmd = command(t, dir, append([]string{"serve", "--state", "st", "--log-format", "json"}, args...)...)
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go d.read(stderr)
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			d.cmd.Wait()
+		}
+	})
+	c := client.New(d.state)
+	d.waitFor("the management API to answer", func() bool {
+		st, err := c.Status(context.Background())
+		return err == nil && st.PID == d.cmd.Process.Pid
+	})
+	return d
+}
+
+func (d *daemon) read(r io.Reader) {
+	defer close(d.done)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			line = map[string]any{"msg": "not JSON: " + sc.Text()}
+		}
+		d.mu.Lock()
+		d.lines = append(d.lines, line)
+		d.mu.Unlock()
+	}
+}
+
+// logged returns the log lines whose msg is msg.
+func (d *daemon) logged(msg string) []map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []map[string]any
+	for _, l := range d.lines {
+		if l["msg"] == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (d *daemon) dump() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for _, l := range d.lines {
+		fmt.Fprintf(&b, "%v\n", l)
+	}
+	return b.String()
+}
+
+// waitFor polls cond until it holds, failing after a deadline generous
+// enough for a loaded machine.
+func (d *daemon) waitFor(what string, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("gave up waiting for %s; the daemon's log:\n%s", what, d.dump())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and wants a clean exit.
+func (d *daemon) stop() {
+	d.t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.done
+	if err := d.cmd.Wait(); err != nil {
+		d.t.Fatalf("serve exited with %v; its log:\n%s", err, d.dump())
+	}
+}
+
+func TestServeReloadsTheConfigOnSIGHUPAndStopsOnSIGTERM(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	if code, out, errs := result(t, command(t, dir, "config", "init", "--config", "config.json")); code != 0 {
+		t.Fatalf("config init: %d %s%s", code, out, errs)
+	}
+	file := filepath.Join(dir, "config.json")
+	d := serve(t, dir, "--config", "config.json")
+	c := client.New(d.state)
+	generation := func() int64 {
+		st, err := c.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Generation
+	}
+	first := generation()
+
+	steps := []struct {
+		name string
+		edit func(text string) string
+		msg  string // the log line the reload ends with
+		// applied says the generation moves on.
+		applied bool
+	}{
+		{"a changed file is applied", func(s string) string {
+			return strings.Replace(s, `"config": {}`, `"config": {"greeting": "Hi"}`, 1)
+		}, "config reload: applied", true},
+		{"the same file again is no change", nil, "config reload: no changes", false},
+		{"a file with an error keeps the running generation", func(s string) string {
+			return strings.Replace(s, `"greeting": "Hi"`, `"greting": "Hi"`, 1)
+		}, "config reload: not applied; the running generation stays", false},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if s.edit != nil {
+				data, _ := os.ReadFile(file)
+				edited := s.edit(string(data))
+				if edited == string(data) {
+					t.Fatalf("the edit changed nothing in:\n%s", data)
+				}
+				if err := os.WriteFile(file, []byte(edited), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, seen := generation(), len(d.logged(s.msg))
+			if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			d.waitFor(fmt.Sprintf("%q in the log", s.msg), func() bool { return len(d.logged(s.msg)) > seen })
+			after := generation()
+			if s.applied != (after > before) {
+				t.Fatalf("generation %d → %d after %q", before, after, s.msg)
+			}
+		})
+	}
+	if probs := d.logged("config problem"); len(probs) == 0 || probs[0]["path"] != "/scopes/0/entries/0/config" {
+		t.Errorf("the refused reload's problem is not logged at its path:\n%s", d.dump())
+	}
+	if generation() <= first {
+		t.Errorf("the generation never moved on from %d", first)
+	}
+	d.stop()
+}
+
+func TestEventsListPrintsZonedTimesAndAHintThatKeepsItsFlags(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	if code, out, errs := result(t, command(t, dir, "config", "init", "--config", "config.json")); code != 0 {
+		t.Fatalf("config init: %d %s%s", code, out, errs)
+	}
+	d := serve(t, dir, "--config", "config.json")
+	for _, name := range []string{"ada", "bob", "cy"} {
+		code, out, errs := result(t, command(t, dir, "extension", "call", "hello", "hello.greet", "--scope", "demo",
+			"--input", `{"name":"`+name+`"}`, "--state", "st"))
+		if code != 0 {
+			t.Fatalf("greeting %s: %d %s%s", name, code, out, errs)
+		}
+	}
+	code, out, errs := result(t, command(t, dir, "events", "list", "--limit", "1", "--scope", "demo", "--state", "st"))
+	if code != 0 {
+		t.Fatalf("events list: %d %s%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want a header, an Event and a hint:\n%s", out)
+	}
+	// TZ is Asia/Kolkata: the time says so.
+	if !regexp.MustCompile(`^\d+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30\s+demo\s+hello.greeted`).MatchString(lines[1]) {
+		t.Errorf("the Event's row: %q", lines[1])
+	}
+	seq := strings.Fields(lines[1])[0]
+	want := "more: open-conduit events list --after " + seq + " --limit 1 --scope demo --state " + d.state
+	if lines[2] != want {
+		t.Errorf("hint\n got %s\nwant %s", lines[2], want)
+	}
+	// The hint reads on: the next page is the next Event.
+	args := strings.Fields(strings.TrimPrefix(lines[2], "more: open-conduit "))
+	code, next, errs := result(t, command(t, t.TempDir(), args...))
+	nextLines := strings.Split(strings.TrimSpace(next), "\n")
+	if code != 0 || len(nextLines) < 2 || !strings.Contains(nextLines[1], "hello.greeted") {
+		t.Fatalf("following the hint from another directory: %d\n%s%s", code, next, errs)
+	}
+	first, _ := strconv.ParseUint(seq, 10, 64)
+	if got, err := strconv.ParseUint(strings.Fields(nextLines[1])[0], 10, 64); err != nil || got <= first {
+		t.Errorf("the next page starts at %d (%v), not after %d", got, err, first)
+	}
+	d.stop()
 }

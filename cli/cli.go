@@ -1,6 +1,12 @@
 // Package cli is the open-conduit command tree: GNU-style flags (pflag),
 // --help on every command, and a one-line error with a non-zero exit on
-// misuse. main.go only calls Main.
+// misuse (2) or failure (1). main.go only calls Main.
+//
+// Every command prints through one helper (runner.emit): JSON with --json,
+// else a table, both from the same value. The state directory and the
+// config file are resolved once, to absolute paths, by the client package's
+// rules before a command runs; commands that talk to a daemon do so only
+// through the client package.
 package cli
 
 import (
@@ -31,17 +37,27 @@ type command struct {
 	// passThrough stops flag parsing at the first argument, for commands
 	// that hand their arguments on (extension-run).
 	passThrough bool
-	flags       func(fs *pflag.FlagSet)
-	run         func(r *runner, args []string) error
-	subs        []*command
+	// state, config and json add the shared --state, --config and --json
+	// flags; Main resolves the first two before run.
+	state, config, json bool
+	flags               func(fs *pflag.FlagSet)
+	run                 func(r *runner, args []string) error
+	subs                []*command
 }
 
-// runner is what a running command gets: its streams and context.
+// runner is what a running command gets: its streams, context, parsed
+// flags and resolved place.
 type runner struct {
 	ctx    context.Context
 	stdout io.Writer
 	stderr io.Writer
 	path   string
+	// flags are the command's parsed flags (for hints that repeat them).
+	flags *pflag.FlagSet
+	// asJSON is --json: emit prints JSON instead of the table.
+	asJSON bool
+	// place is the resolved --state and --config.
+	place place
 }
 
 // usageError is misuse: it prints with a pointer to --help and exits 2.
@@ -61,7 +77,9 @@ func tree() *command {
 			"stdin and stdout, and supervises, scopes and calls them.",
 		subs: []*command{
 			serveCommand(),
+			statusCommand(),
 			extensionCommand(),
+			logsCommand(),
 			eventsCommand(),
 			doctorCommand(),
 			configCommand(),
@@ -73,63 +91,114 @@ func tree() *command {
 }
 
 // Main runs the command line args (without the program name) and returns
-// the exit status.
+// the exit status: 0, 1 when the command failed, 2 on misuse.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	inv, err := parse(args)
+	if err != nil {
+		return misuse(stderr, inv.path, err.Error())
+	}
+	cmd := inv.cmd
+	if inv.help || cmd.run == nil {
+		cmd.printHelp(stdout, inv.path, inv.flags)
+		return 0
+	}
+	r, err := inv.runner(ctx, stdout, stderr)
+	if err == nil {
+		err = cmd.run(r, inv.flags.Args())
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return misuse(stderr, inv.path, err.Error())
+	default:
+		fmt.Fprintf(stderr, "%s: %s\n", inv.path, oneLine(err.Error()))
+		return 1
+	}
+}
+
+// invocation is a command line parsed against the tree.
+type invocation struct {
+	cmd   *command
+	path  string
+	flags *pflag.FlagSet
+	help  bool
+	where where
+	json  bool
+}
+
+// parse finds the command args name and parses its flags and arguments. An
+// error is misuse; path then names the command it was found in.
+func parse(args []string) (*invocation, error) {
 	root := tree()
-	cmd, path, rest := root, root.name, args
-	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && len(cmd.subs) > 0 {
+	inv := &invocation{cmd: root, path: root.name}
+	rest := args
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && len(inv.cmd.subs) > 0 {
 		if rest[0] == "help" {
 			rest = append(rest[1:], "--help")
 			continue
 		}
-		sub := cmd.find(rest[0])
+		sub := inv.cmd.find(rest[0])
 		if sub == nil {
-			fmt.Fprintf(stderr, "%s: unknown command %q\nRun '%s --help' for the commands.\n", path, rest[0], path)
-			return 2
+			return inv, fmt.Errorf("unknown command %q", rest[0])
 		}
-		cmd, path, rest = sub, path+" "+sub.name, rest[1:]
+		inv.cmd, inv.path, rest = sub, inv.path+" "+sub.name, rest[1:]
 	}
+	cmd := inv.cmd
+	inv.flags = cmd.flagSet(inv.path, &inv.help, &inv.where, &inv.json)
+	if err := inv.flags.Parse(rest); err != nil {
+		return inv, err
+	}
+	n := inv.flags.NArg()
+	switch {
+	case inv.help:
+	case cmd.run == nil && n > 0:
+		return inv, fmt.Errorf("unknown command %q", inv.flags.Arg(0))
+	case cmd.run != nil && (n < cmd.minArgs || (cmd.maxArgs >= 0 && n > cmd.maxArgs)):
+		return inv, fmt.Errorf("%s; usage: %s %s", argCountProblem(cmd, n), inv.path, cmd.usage)
+	}
+	return inv, nil
+}
+
+// flagSet is the command's flags: --help, the shared ones it asks for, and
+// its own.
+func (c *command) flagSet(path string, help *bool, w *where, asJSON *bool) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(path, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.SetInterspersed(!cmd.passThrough)
-	help := new(bool)
+	fs.SetInterspersed(!c.passThrough)
 	boolFlag(fs, help, "help", "h", "show this help")
-	if cmd.flags != nil {
-		cmd.flags(fs)
+	if c.state {
+		w.stateFlag(fs)
 	}
-	if err := fs.Parse(rest); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", path, err, path)
-		return 2
+	if c.config {
+		w.configFlag(fs)
 	}
-	if *help {
-		cmd.printHelp(stdout, path, fs)
-		return 0
+	if c.json {
+		boolFlag(fs, asJSON, "json", "", "print JSON for scripts instead of the table")
 	}
-	if cmd.run == nil {
-		if fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "%s: unknown command %q\nRun '%s --help' for the commands.\n", path, fs.Arg(0), path)
-			return 2
-		}
-		cmd.printHelp(stdout, path, fs)
-		return 0
+	if c.flags != nil {
+		c.flags(fs)
 	}
-	if n := fs.NArg(); n < cmd.minArgs || (cmd.maxArgs >= 0 && n > cmd.maxArgs) {
-		fmt.Fprintf(stderr, "%s: %s\nUsage: %s %s\nRun '%s --help' for more.\n", path, argCountProblem(cmd, n), path, cmd.usage, path)
-		return 2
+	return fs
+}
+
+// runner resolves the directories once, for the command to run with.
+func (inv *invocation) runner(ctx context.Context, stdout, stderr io.Writer) (*runner, error) {
+	p, err := inv.where.resolve()
+	if err != nil {
+		return nil, err
 	}
-	err := cmd.run(&runner{ctx: ctx, stdout: stdout, stderr: stderr, path: path}, fs.Args())
-	if err == nil {
-		return 0
-	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", path, err, path)
-		return 2
-	}
-	fmt.Fprintf(stderr, "%s: %v\n", path, err)
-	return 1
+	return &runner{ctx: ctx, stdout: stdout, stderr: stderr, path: inv.path, flags: inv.flags, asJSON: inv.json, place: p}, nil
+}
+
+// misuse prints one line, naming the command and pointing at its --help,
+// and returns the exit status of misuse.
+func misuse(stderr io.Writer, path, msg string) int {
+	fmt.Fprintf(stderr, "%s: %s (run '%s --help' for usage)\n", path, oneLine(msg), path)
+	return 2
 }
 
 func argCountProblem(cmd *command, n int) string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,41 +18,117 @@ func run(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-func TestHelpOnEveryCommand(t *testing.T) {
-	for _, path := range [][]string{{}, {"demo"}, {"extension-run"}, {"version"}} {
-		args := append(append([]string{}, path...), "--help")
-		code, out, errs := run(args...)
-		if code != 0 || errs != "" || !strings.Contains(out, "Usage:") || !strings.Contains(out, "--help") {
-			t.Errorf("%v: code %d, stdout %q, stderr %q", args, code, out, errs)
+// commandFlags is every command's own flags (--help aside): help must list
+// each, and no shared flag the command does not take.
+var commandFlags = map[string][]string{
+	"":                  nil,
+	"serve":             {"config", "state", "log-level", "log-format"},
+	"status":            {"state", "json"},
+	"extension":         nil,
+	"extension list":    {"state", "config", "json"},
+	"extension call":    {"state", "json", "scope", "input"},
+	"extension restart": {"state", "json", "wait"},
+	"extension rescan":  {"state", "json"},
+	"logs":              {"state", "json", "tail", "follow"},
+	"events":            nil,
+	"events list":       {"state", "json", "after", "limit", "scope", "follow"},
+	"doctor":            {"state", "json"},
+	"config":            nil,
+	"config init":       {"config", "force"},
+	"config check":      {"config", "json"},
+	"config apply":      {"state", "config", "json"},
+	"config show":       {"state", "json"},
+	"demo":              {"name", "state"},
+	"extension-run":     nil,
+	"version":           nil,
+}
+
+// paths lists every command in the tree by its path below the root.
+func paths(c *command, prefix string) []string {
+	out := []string{prefix}
+	for _, s := range c.subs {
+		out = append(out, paths(s, strings.TrimSpace(prefix+" "+s.name))...)
+	}
+	return out
+}
+
+// listsFlag reports whether help has a line for --name in its flag list.
+func listsFlag(help, name string) bool {
+	return regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(name) + `\b`).MatchString(help)
+}
+
+func TestHelpOnEveryCommandListsItsFlags(t *testing.T) {
+	all := paths(tree(), "")
+	for _, path := range all {
+		if _, ok := commandFlags[path]; !ok {
+			t.Errorf("the command %q is not in commandFlags: add the flags its help must list", path)
 		}
+	}
+	for path, flags := range commandFlags {
+		t.Run(strings.ReplaceAll(path, " ", "_"), func(t *testing.T) {
+			if !slices.Contains(all, path) {
+				t.Fatalf("no command %q in the tree", path)
+			}
+			args := append(strings.Fields(path), "--help")
+			code, out, errs := run(args...)
+			if code != 0 || errs != "" || !strings.Contains(out, "Usage:\n  "+strings.TrimSpace("open-conduit "+path)) {
+				t.Fatalf("code %d, stdout %q, stderr %q", code, out, errs)
+			}
+			for _, f := range append(flags, "help") {
+				if !listsFlag(out, f) {
+					t.Errorf("help does not list --%s:\n%s", f, out)
+				}
+			}
+			// Negative control: a shared flag the command does not take is
+			// not offered.
+			for _, shared := range []string{"state", "config", "json"} {
+				if !slices.Contains(flags, shared) && listsFlag(out, shared) {
+					t.Errorf("help lists --%s, which the command does not take:\n%s", shared, out)
+				}
+			}
+		})
 	}
 	code, out, _ := run("help", "demo")
 	if code != 0 || !strings.Contains(out, "--name") {
 		t.Errorf("help demo: %d %q", code, out)
 	}
-	code, out, _ = run()
-	if code != 0 || !strings.Contains(out, "extension-run") || !strings.Contains(out, "demo") {
-		t.Errorf("no arguments should list the commands: %d %q", code, out)
-	}
 }
 
-func TestMisuseIsOneLineErrorAndNonZeroExit(t *testing.T) {
-	cases := [][]string{
-		{"frobnicate"},
-		{"demo", "--no-such-flag"},
-		{"version", "extra"},
-		{"extension-run", "no-such-extension"},
-		{"extension-run", "hello", "package-nonsense"},
+func TestMisuseExitsTwoWithOneLineNamingTheCommand(t *testing.T) {
+	cases := []struct {
+		args []string
+		says string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"extension", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"demo", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"version", "extra"}, "takes no arguments"},
+		{[]string{"extension", "restart"}, "usage: open-conduit extension restart NAME"},
+		{[]string{"logs", "a", "b"}, "at most 1"},
+		{[]string{"logs", "hello", "--tail", "0"}, "--tail"},
+		{[]string{"events", "list", "--limit", "0"}, "--limit must be between 1 and"},
+		{[]string{"extension", "restart", "hello", "--wait", "-1s"}, "--wait"},
+		{[]string{"extension", "call", "hello", "op", "--input", "[1"}, "--input is not a JSON object"},
+		{[]string{"serve", "--log-level", "nonsense"}, "debug, info, warn, error"},
+		{[]string{"serve", "--log-format", "xml"}, "text, json"},
+		{[]string{"extension-run", "no-such-extension"}, "no first-party extension"},
+		{[]string{"extension-run", "hello", "package-nonsense"}, "unknown subcommand"},
 	}
-	for _, args := range cases {
-		code, out, errs := run(args...)
-		if code == 0 || out != "" {
-			t.Errorf("%v: code %d stdout %q", args, code, out)
-		}
-		first := strings.SplitN(errs, "\n", 2)[0]
-		if !strings.HasPrefix(first, "open-conduit") || !strings.Contains(errs, "--help") {
-			t.Errorf("%v: stderr %q", args, errs)
-		}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
+			code, out, errs := run(c.args...)
+			if code != 2 || out != "" {
+				t.Fatalf("code %d stdout %q stderr %q", code, out, errs)
+			}
+			if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "open-conduit") ||
+				!strings.Contains(errs, "--help") || !strings.Contains(errs, c.says) {
+				t.Fatalf("want one line naming the command, saying %q and pointing at --help; got %q", c.says, errs)
+			}
+		})
+	}
+	// Negative control: a right command line is no misuse.
+	if code, _, errs := run("version"); code != 0 || errs != "" {
+		t.Fatalf("version: %d %q", code, errs)
 	}
 }
 
@@ -79,26 +157,35 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestClientCommandsWithoutADaemonSaySoInOneLine(t *testing.T) {
+func TestClientCommandsWithoutADaemonFailInOneLineNamingServe(t *testing.T) {
 	state := t.TempDir()
+	cfg := writeConfig(t)
 	for _, args := range [][]string{
-		{"events", "list", "--state", state},
-		{"doctor", "--state", state},
-		{"config", "apply", "--state", state, "--config", "/dev/null"},
+		{"status"},
+		{"events", "list"},
+		{"events", "list", "--follow"},
+		{"doctor"},
+		{"logs", "hello"},
+		{"extension", "restart", "hello"},
+		{"extension", "rescan"},
+		{"extension", "call", "hello", "hello.greet"},
+		{"config", "apply"},
+		{"config", "apply", "--config", cfg},
+		{"config", "show"},
 	} {
-		code, out, errs := run(args...)
-		if args[0] == "config" {
-			// /dev/null is not a config, but the daemon is what is missing.
-			code, out, errs = run(append(args[:len(args)-1], writeConfig(t))...)
-		}
-		if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 ||
-			!strings.Contains(errs, "open-conduit serve --state "+state) {
-			t.Errorf("%v: code %d stdout %q stderr %q", args, code, out, errs)
-		}
+		t.Run(strings.Join(args, "_"), func(t *testing.T) {
+			code, out, errs := run(append(args, "--state", state)...)
+			if code != 1 || out != "" || strings.Count(errs, "\n") != 1 ||
+				!strings.Contains(errs, "open-conduit serve --state "+state) {
+				t.Errorf("code %d stdout %q stderr %q", code, out, errs)
+			}
+		})
 	}
-	// extension list falls back to offline discovery, and says no daemon runs.
-	code, out, errs := run("extension", "list", "--state", state, "--config", writeConfig(t))
-	if code != 0 || !strings.Contains(out, "hello") || !strings.Contains(out, "not running") || !strings.Contains(errs, "open-conduit serve") {
+	// extension list falls back to offline discovery, and says no daemon
+	// runs.
+	code, out, errs := run("extension", "list", "--state", state, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "hello") || !strings.Contains(out, "not running") ||
+		!strings.Contains(out, filepath.Join(state, "logs", "extensions", "hello.log")) || !strings.Contains(errs, "open-conduit serve") {
 		t.Errorf("offline list: %d %q %q", code, out, errs)
 	}
 }
@@ -110,29 +197,4 @@ func writeConfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func TestConfigCheckPrintsEveryProblemWithItsPath(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "config.json")
-	bad := `{"scopes":[{"id":"demo","entries":[{"name":"h","type":"nope"}],"routes":[{"handler":"ghost"}]}]}`
-	os.WriteFile(path, []byte(bad), 0o644)
-	code, out, errs := run("config", "check", "--config", path)
-	if code != 1 || !strings.Contains(out, "/scopes/0/entries/0/type") || !strings.Contains(out, "/scopes/0/routes/0/handler") || !strings.Contains(errs, "2 error(s)") {
-		t.Fatalf("code %d\n%s\n%s", code, out, errs)
-	}
-	code, out, _ = run("config", "check", "--config", writeConfig(t), "--json")
-	if code != 0 || !strings.Contains(out, `"ok": true`) {
-		t.Fatalf("a good config: %d %s", code, out)
-	}
-	// hello, started for validate alone, refuses an entry it cannot use.
-	refused := filepath.Join(t.TempDir(), "config.json")
-	os.WriteFile(refused, []byte(`{"scopes":[{"id":"demo","entries":[{"name":"h","type":"hello","config":{"greting":1}}]}]}`), 0o644)
-	code, out, _ = run("config", "check", "--config", refused)
-	if code != 1 || !strings.Contains(out, "/scopes/0/entries/0/config") || !strings.Contains(out, "invalid_config") {
-		t.Fatalf("a config hello refuses: %d %s", code, out)
-	}
-	code, _, errs = run("config", "check", "--config", filepath.Join(t.TempDir(), "missing.json"))
-	if code != 1 || !strings.Contains(errs, "--config") {
-		t.Fatalf("missing file: %d %s", code, errs)
-	}
 }

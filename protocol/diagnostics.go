@@ -25,6 +25,7 @@ const (
 	CodeExtensionCheckBad    = "extension_check_invalid"
 	CodeExtensionRemoved     = "extension_removed"
 	CodeExtensionChanged     = "extension_changed"
+	CodeConfigWarnings       = "config_warnings"
 )
 
 // diagnoses is the one table of what each diagnostic code means and what
@@ -67,6 +68,8 @@ var diagnoses = []Diagnosis{
 		"restart the daemon or the package to let it go, or reinstall it"},
 	{CodeExtensionChanged, "the package's files changed on disk since it started",
 		"open-conduit extension restart NAME loads the new release"},
+	{CodeConfigWarnings, "the live configuration has warnings: it runs, but something in it does nothing or should change",
+		"open-conduit config check lists each warning with its JSON path"},
 	{CodeUnavailable, "the daemon or the package cannot serve this now",
 		"wait for the daemon to finish starting (open-conduit status), or start the package again (open-conduit extension restart NAME)"},
 }

@@ -76,7 +76,8 @@ func configCheck(g *config.Generation, phase string) client.Check {
 	c := client.Check{Name: "config", Status: protocol.CheckOK,
 		Detail: fmt.Sprintf("generation %d (%s) from %s", g.ID, g.Hash, sourceName(g.Source))}
 	if n := len(g.Problems); n > 0 {
-		c.Status, c.Code = protocol.CheckWarn, "config_warnings"
+		c.Status, c.Code = protocol.CheckWarn, protocol.CodeConfigWarnings
+		c.Remedy = remedy(c.Code, "")
 		c.Detail += fmt.Sprintf(", %d warning(s): open-conduit config check lists them", n)
 	}
 	return c
@@ -118,6 +119,15 @@ func extensionCheck(v client.Extension) client.Check {
 // own name when it is the package's or starts with <package>_ or
 // <package>-, else <package>_<check>.
 func runCheck(ctx context.Context, s *session.Session, pkg, name string) client.Check {
+	c := checkResult(ctx, s, pkg, name)
+	if c.Status != protocol.CheckOK {
+		c.Remedy = remedy(c.Code, pkg)
+	}
+	return c
+}
+
+// checkResult is one declared check's answer as doctor shows it.
+func checkResult(ctx context.Context, s *session.Session, pkg, name string) client.Check {
 	shown := name
 	if name != pkg && !strings.HasPrefix(name, pkg+"_") && !strings.HasPrefix(name, pkg+"-") {
 		shown = pkg + "_" + name

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/open-conduit/open-conduit/client"
@@ -194,7 +193,7 @@ func (d *Daemon) Apply(ctx context.Context, text []byte) (client.Applied, error)
 		res.Unchanged, res.Generation, res.Hash = true, cur.ID, cur.Hash
 		return res, nil
 	}
-	if err := writeConfigFile(d.opts.ConfigFile, text); err != nil {
+	if err := config.WriteFile(d.opts.ConfigFile, text, true); err != nil {
 		return client.Applied{}, fmt.Errorf("writing the config file (nothing was applied): %w", err)
 	}
 	g, err := d.adopt(g)
@@ -229,46 +228,6 @@ func (d *Daemon) Config() (client.ConfigView, error) {
 		return client.ConfigView{}, errStarting()
 	}
 	return client.ConfigView{Generation: g.ID, Hash: g.Hash, Source: sourceName(g.Source), File: d.opts.ConfigFile, Text: bytes.TrimSpace(g.Text)}, nil
-}
-
-// writeConfigFile replaces path with text atomically: a temporary file in
-// the same directory, synced, renamed over it, the directory synced. The
-// file is owner-only, and so is a directory it creates.
-func writeConfigFile(path string, text []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".config-*.json")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	dh, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer dh.Close()
-	return dh.Sync()
 }
 
 func clientProblems(ps config.Problems) []client.Problem {
