@@ -370,13 +370,13 @@ func TestEventsListPrintsZonedTimesAndAHintThatKeepsItsFlags(t *testing.T) {
 	}
 	d := serve(t, dir, "--config", "config.json")
 	for _, name := range []string{"ada", "bob", "cy"} {
-		code, out, errs := result(t, command(t, dir, "extension", "call", "hello", "hello.greet", "--scope", "demo",
+		code, out, errs := result(t, command(t, dir, "extension", "call", "hello", "hello.greet", "--scope", "main",
 			"--input", `{"name":"`+name+`"}`, "--state", "st"))
 		if code != 0 {
 			t.Fatalf("greeting %s: %d %s%s", name, code, out, errs)
 		}
 	}
-	code, out, errs := result(t, command(t, dir, "events", "list", "--limit", "1", "--scope", "demo", "--state", "st"))
+	code, out, errs := result(t, command(t, dir, "events", "list", "--limit", "1", "--scope", "main", "--state", "st"))
 	if code != 0 {
 		t.Fatalf("events list: %d %s%s", code, out, errs)
 	}
@@ -385,11 +385,11 @@ func TestEventsListPrintsZonedTimesAndAHintThatKeepsItsFlags(t *testing.T) {
 		t.Fatalf("want a header, an Event and a hint:\n%s", out)
 	}
 	// TZ is Asia/Kolkata: the time says so.
-	if !regexp.MustCompile(`^\d+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30\s+demo\s+hello.greeted`).MatchString(lines[1]) {
+	if !regexp.MustCompile(`^\d+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30\s+main\s+hello.greeted`).MatchString(lines[1]) {
 		t.Errorf("the Event's row: %q", lines[1])
 	}
 	seq := strings.Fields(lines[1])[0]
-	want := "more: open-conduit events list --after " + seq + " --limit 1 --scope demo --state " + d.state
+	want := "more: open-conduit events list --after " + seq + " --limit 1 --scope main --state " + d.state
 	if lines[2] != want {
 		t.Errorf("hint\n got %s\nwant %s", lines[2], want)
 	}
