@@ -232,9 +232,9 @@ func serve(t *testing.T, dir string, args ...string) *daemon {
 		}
 	})
 	c := client.New(d.state)
-	d.waitFor("the management API to answer", func() bool {
+	d.waitFor("the daemon to run its configuration", func() bool {
 		st, err := c.Status(context.Background())
-		return err == nil && st.PID == d.cmd.Process.Pid
+		return err == nil && st.PID == d.cmd.Process.Pid && st.Phase == client.PhaseRunning
 	})
 	return d
 }

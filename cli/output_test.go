@@ -219,7 +219,7 @@ func TestConfigApplySaysUnchangedAppliedOrWhy(t *testing.T) {
 }
 
 func TestConfigShowPrintsTheTextAloneOnStdout(t *testing.T) {
-	v := client.ConfigView{Generation: 2, Hash: "abc", Source: "/etc/oc/config.json", File: "/etc/oc/config.json", Text: []byte(`{"scopes":[]}`)}
+	v := client.ConfigView{Generation: 2, Hash: "abc", Source: "/etc/oc/config.json", File: "/etc/oc/config.json", Text: `{"scopes":[]}`}
 	var about bytes.Buffer
 	out := printed(t, func(w io.Writer) error { return writeConfigView(w, &about, v) })
 	if out != "{\"scopes\":[]}\n" || !strings.Contains(about.String(), "generation 2 (hash abc) from /etc/oc/config.json") {

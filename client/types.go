@@ -7,8 +7,6 @@ package client
 import (
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -164,8 +162,9 @@ type ConfigView struct {
 	// Source is the file the generation came from, or "embedded default".
 	Source string `json:"source"`
 	// File is where serve reads the config and config apply writes it.
-	File string         `json:"file"`
-	Text jsontext.Value `json:"text"`
+	File string `json:"file"`
+	// Text is the config exactly as the operator wrote it.
+	Text string `json:"text"`
 }
 
 // Check is one doctor check.

@@ -8,9 +8,9 @@
 //
 // # Start order
 //
-//  1. Lock the state directory, open the store, read the config file (a
-//     named file that is missing is an error; only the default location
-//     falls back to the embedded default) and parse it.
+//  1. Read the config file and parse it (a named file that is missing is
+//     an error; only the default location falls back to the embedded
+//     default), then lock the state directory and open the store.
 //  2. Discover the packages; a conflicting set refuses the start.
 //  3. Serve the management API (status answers "starting").
 //  4. Start every package at once; each first configure carries the empty
@@ -165,6 +165,11 @@ func newDaemon(opts Options) (*Daemon, error) {
 }
 
 func (d *Daemon) start(ctx context.Context) error {
+	// The config is read first: a wrong --config touches nothing.
+	startup, err := d.readConfig()
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(d.opts.StateDir, 0o700); err != nil {
 		return fmt.Errorf("creating the state directory %s: %w", d.opts.StateDir, err)
 	}
@@ -176,10 +181,6 @@ func (d *Daemon) start(ctx context.Context) error {
 		return fmt.Errorf("opening the store in %s: %w", d.dirs.Store(), err)
 	}
 	d.db = db
-	startup, err := d.readConfig()
-	if err != nil {
-		return err
-	}
 	pkgs, err := d.discover()
 	if err != nil {
 		return err

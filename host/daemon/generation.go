@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -227,7 +226,7 @@ func (d *Daemon) Config() (client.ConfigView, error) {
 	if g == nil {
 		return client.ConfigView{}, errStarting()
 	}
-	return client.ConfigView{Generation: g.ID, Hash: g.Hash, Source: sourceName(g.Source), File: d.opts.ConfigFile, Text: bytes.TrimSpace(g.Text)}, nil
+	return client.ConfigView{Generation: g.ID, Hash: g.Hash, Source: sourceName(g.Source), File: d.opts.ConfigFile, Text: string(g.Text)}, nil
 }
 
 func clientProblems(ps config.Problems) []client.Problem {
