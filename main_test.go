@@ -406,3 +406,85 @@ func TestEventsListPrintsZonedTimesAndAHintThatKeepsItsFlags(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestOperatorCommandsOnTheRealBinary walks an operator's first hour
+// through the commands: a call in an unknown scope commits nothing, a
+// restart restarts only that package, a package copied in while serve runs
+// appears after a rescan, and an applied config survives a restart.
+func TestOperatorCommandsOnTheRealBinary(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := result(t, command(t, dir, append(args, "--state", "st")...))
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	if code, out, errs := result(t, command(t, dir, "config", "init", "--config", "cfg/config.json")); code != 0 {
+		t.Fatalf("config init: %d %s%s", code, out, errs)
+	}
+	d := serve(t, dir, "--config", "cfg/config.json")
+
+	greet := `{"name":"ada"}`
+	if out := run(1, "extension", "call", "hello", "hello.greet", "--scope", "nosuch", "--input", greet); !strings.Contains(out, `scope "nosuch" is not configured`) {
+		t.Fatalf("a call in an unknown scope: %s", out)
+	}
+	if out := run(0, "extension", "call", "hello", "hello.greet", "--scope", "main", "--input", greet); !strings.Contains(out, `"count":1`) {
+		t.Fatalf("the refused call was counted: %s", out)
+	}
+
+	pid := func(name string) float64 {
+		var exts client.Extensions
+		if err := json.Unmarshal([]byte(run(0, "extension", "list", "--json")), &exts); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range exts.Extensions {
+			if x.Name == name && x.State == "running" {
+				return float64(x.PID)
+			}
+		}
+		return 0
+	}
+	before := pid("hello")
+	run(0, "extension", "restart", "hello")
+	if after := pid("hello"); after == 0 || after == before {
+		t.Fatalf("hello's pid %v → %v", before, after)
+	}
+	if out := run(0, "logs", "hello", "--tail", "20"); !strings.Contains(out, "restarting at the operator's request") {
+		t.Fatalf("hello's log: %s", out)
+	}
+
+	probeDir := filepath.Join(dir, "cfg", "extensions", "probe")
+	if err := os.MkdirAll(probeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(probeDir, "probe-extension"), "./fixtures/probe/cmd/probe-extension").CombinedOutput(); err != nil {
+		t.Fatalf("go build the probe: %v\n%s", err, out)
+	}
+	manifest, err := exec.Command(filepath.Join(probeDir, "probe-extension"), "package-manifest").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(probeDir, "open-conduit-extension.json"), manifest, 0o644)
+	if out := run(0, "extension", "rescan"); !strings.Contains(out, "added    probe") {
+		t.Fatalf("rescan: %s", out)
+	}
+	if pid("probe") == 0 {
+		t.Fatal("probe is not running after the rescan")
+	}
+
+	text, _ := os.ReadFile(filepath.Join(dir, "cfg", "config.json"))
+	other := strings.Replace(string(text), `"entries": [`, `"entries": [
+        {"name": "p1", "type": "probe"},`, 1)
+	os.WriteFile(filepath.Join(dir, "other.json"), []byte(other), 0o600)
+	if out := run(0, "config", "apply", "--config", "other.json"); !strings.Contains(out, "applied generation 2") {
+		t.Fatalf("apply: %s", out)
+	}
+	d.stop()
+	serve(t, dir, "--config", "cfg/config.json")
+	if out := run(0, "config", "show"); !strings.Contains(out, `"name": "p1"`) || !strings.Contains(out, "generation 2") {
+		t.Fatalf("after a restart the applied config is gone: %s", out)
+	}
+	run(0, "doctor")
+}
