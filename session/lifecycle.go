@@ -184,7 +184,7 @@ func (s *Session) stopProcess(ctx context.Context, p *process, conn *jsonrpc.Con
 	grace := s.opts.ShutdownGrace
 	if graceful && p.alive() && conn != nil && ctx.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, grace)
-		if err := conn.Call(sctx, protocol.MethodShutdown, protocol.ShutdownParams{}, nil); err != nil {
+		if _, err := jsonrpc.Invoke(sctx, conn, protocol.Shutdown, protocol.ShutdownParams{}); err != nil {
 			s.logger.Debug("shutdown not answered", "err", err)
 		}
 		cancel()

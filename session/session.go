@@ -363,6 +363,17 @@ func (s *Session) Call(ctx context.Context, method string, params, result any) e
 	return conn.Call(ctx, method, params, result)
 }
 
+// Invoke is Call through a method's descriptor, so the params and the
+// result are the types the catalogue binds to the method.
+func Invoke[P, R any](ctx context.Context, s *Session, d protocol.Desc[P, R], params P) (R, error) {
+	var r R
+	if err := s.Call(ctx, d.Name, params, &r); err != nil {
+		var zero R
+		return zero, err
+	}
+	return r, nil
+}
+
 // CallInTx calls one of the four in-transaction methods: it does not wait
 // for a restart, it has a hard 250 ms deadline, and while it is outstanding
 // every callback from the extension is refused reentrant_call. A timeout or

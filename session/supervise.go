@@ -66,12 +66,11 @@ func (s *Session) launch(ctx context.Context) error {
 // handshake runs initialize and configure, and names the phase it failed in.
 func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version int, phase string, err error) {
 	m := s.pkg.Manifest
-	var res protocol.InitializeResult
 	params := s.opts.Initialize
 	params.ProtocolVersions = s.opts.Versions
 	params.Host = s.opts.HostInfo
 	params.StateDir = s.opts.StateDir
-	err = conn.Call(ctx, protocol.MethodInitialize, params, &res)
+	res, err := jsonrpc.Invoke(ctx, conn, protocol.Initialize, params)
 	if err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
@@ -94,9 +93,9 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 // configure sends the current generation and checks that what the
 // extension registers stays in its namespaces.
 func (s *Session) configure(ctx context.Context, conn *jsonrpc.Conn) (protocol.ConfigureResult, error) {
-	var res protocol.ConfigureResult
 	params := s.opts.Configure()
-	if err := conn.Call(ctx, protocol.MethodConfigure, params, &res); err != nil {
+	res, err := jsonrpc.Invoke(ctx, conn, protocol.Configure, params)
+	if err != nil {
 		if protocol.CodeOf(err) == protocol.CodeTransport || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return res, err
 		}

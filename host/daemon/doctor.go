@@ -134,8 +134,7 @@ func checkResult(ctx context.Context, s *session.Session, pkg, name string) clie
 	}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	var r protocol.CheckRunResult
-	err := s.Call(cctx, protocol.MethodCheckRun, protocol.CheckRunParams{Check: name}, &r)
+	r, err := session.Invoke(cctx, s, protocol.CheckRun, protocol.CheckRunParams{Check: name})
 	switch {
 	case err != nil:
 		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: protocol.CodeExtensionCheckFailed, Detail: err.Error()}

@@ -11,6 +11,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
 )
 
 // callTimeout bounds an operator's call of an operation.
@@ -83,11 +84,10 @@ func (d *Daemon) Call(ctx context.Context, name string, req client.CallRequest) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var res protocol.OperationCallResult
-	err := s.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+	res, err := session.Invoke(ctx, s, protocol.OperationCall, protocol.OperationCallParams{
 		Operation: req.Operation, Input: protocol.Payload{Data: input},
 		Authority: protocol.Authority{Scope: req.Scope, Caller: "operator"}, RequestID: req.RequestID,
-	}, &res)
+	})
 	if err != nil {
 		return client.CallResult{Code: codeOr(err, protocol.CodeInternal), Message: err.Error()}, nil
 	}

@@ -78,7 +78,7 @@ func (r *taskRunner) start(ctx context.Context) {
 
 func (r *taskRunner) run(ctx context.Context, task string, every time.Duration) {
 	rctx, cancel := context.WithTimeout(ctx, every)
-	err := r.session.Call(rctx, protocol.MethodTaskRun, protocol.TaskRunParams{Task: task}, nil)
+	_, err := session.Invoke(rctx, r.session, protocol.TaskRun, protocol.TaskRunParams{Task: task})
 	cancel()
 	if ctx.Err() != nil {
 		return

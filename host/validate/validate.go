@@ -142,9 +142,7 @@ func offlineOne(ctx context.Context, p discover.Package, a Ask, opts OfflineOpti
 // SessionCaller calls validate through a running session.
 func SessionCaller(s *session.Session) Caller {
 	return func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
-		var r protocol.ValidateResult
-		err := s.Call(ctx, protocol.MethodValidate, p, &r)
-		return r, err
+		return session.Invoke(ctx, s, protocol.Validate, p)
 	}
 }
 
