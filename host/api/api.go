@@ -59,8 +59,10 @@ func Handler(d Daemon) http.Handler {
 	mux.HandleFunc("GET /v1/logs/{name}", a.logs)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)
 	mux.HandleFunc("GET /v1/config", a.config)
-	mux.HandleFunc("POST /v1/config/validate", a.validate)
-	mux.HandleFunc("POST /v1/config/apply", a.apply)
+	mux.HandleFunc("POST /v1/config/validate", withText(d.Validate))
+	// A refused config is an answer (applied false, with the problems),
+	// not a failure of the API.
+	mux.HandleFunc("POST /v1/config/apply", withText(d.Apply))
 	mux.HandleFunc("POST /v1/config/reload", a.reload)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.Errorf(protocol.ErrNotFound, "no API endpoint %s %s; the API is under /v1/", r.Method, r.URL.Path))
@@ -263,26 +265,18 @@ func (a adapter) config(w http.ResponseWriter, _ *http.Request) {
 	answer(w, res, err)
 }
 
-func (a adapter) validate(w http.ResponseWriter, r *http.Request) {
-	text, err := body(r)
-	if err != nil {
-		writeError(w, err)
-		return
+// withText serves fn on the request's body, a JSON text of at most MaxBody
+// bytes.
+func withText[T any](fn func(context.Context, []byte) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		text, err := body(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		res, err := fn(r.Context(), text)
+		answer(w, res, err)
 	}
-	res, err := a.d.Validate(r.Context(), text)
-	answer(w, res, err)
-}
-
-// apply answers a refused config as a result (applied false, with the
-// problems), not as a failure of the API.
-func (a adapter) apply(w http.ResponseWriter, r *http.Request) {
-	text, err := body(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := a.d.Apply(r.Context(), text)
-	answer(w, res, err)
 }
 
 func (a adapter) reload(w http.ResponseWriter, r *http.Request) {

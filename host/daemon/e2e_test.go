@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -138,23 +137,25 @@ func newEnv(t *testing.T) *env {
 // start runs serve and waits until the daemon runs its configuration.
 func (e *env) start() {
 	e.t.Helper()
+	e.launch("", nil, "--config", e.config)
+	e.eventually("the daemon running its configuration", func() bool {
+		st, err := e.c.Status(context.Background())
+		return err == nil && st.PID == e.cmd.Process.Pid && st.Phase == client.PhaseRunning
+	})
+}
+
+// launch runs serve on the env's state in dir (the test's own directory
+// when empty), with the secrets testConfig refers to and env added to the
+// environment, and does not wait.
+func (e *env) launch(dir string, env []string, args ...string) {
+	e.t.Helper()
 	e.log = &syncBuffer{}
-	e.cmd = exec.Command(bins.openConduit, "serve", "--state", e.state, "--config", e.config)
-	e.cmd.Env = append(os.Environ(), "OC_TEST_S1=one-7f3a", "OC_TEST_S2=two-9c1e", "OC_TEST_S3=three-4b2d", "OC_TEST_TOKEN=tok-5e8f")
+	e.cmd = exec.Command(bins.openConduit, append([]string{"serve", "--state", e.state}, args...)...)
+	e.cmd.Dir = dir
+	e.cmd.Env = append(append(os.Environ(), "OC_TEST_S1=one-7f3a", "OC_TEST_S2=two-9c1e", "OC_TEST_S3=three-4b2d", "OC_TEST_TOKEN=tok-5e8f"), env...)
 	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
 	if err := e.cmd.Start(); err != nil {
 		e.t.Fatal(err)
-	}
-	end := time.Now().Add(deadline)
-	for {
-		st, err := e.c.Status(context.Background())
-		if err == nil && st.PID == e.cmd.Process.Pid && st.Phase == client.PhaseRunning {
-			return
-		}
-		if time.Now().After(end) {
-			e.t.Fatalf("the daemon did not start: %v\n%s", err, e.log)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

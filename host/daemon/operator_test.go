@@ -134,13 +134,7 @@ func TestServeWithANamedConfigThatIsMissingFails(t *testing.T) {
 // serve runs the embedded default.
 func TestServeOnTheDefaultLocationFallsBackToTheEmbeddedDefault(t *testing.T) {
 	e := newEnv(t)
-	e.cmd = exec.Command(bins.openConduit, "serve", "--state", e.state)
-	e.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	e.log = &syncBuffer{}
-	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e.launch("", []string{"XDG_CONFIG_HOME=" + t.TempDir()})
 	e.eventually("the daemon running", func() bool {
 		st, err := e.c.Status(context.Background())
 		return err == nil && st.Phase == client.PhaseRunning
@@ -155,14 +149,8 @@ func TestServeOnTheDefaultLocationFallsBackToTheEmbeddedDefault(t *testing.T) {
 func TestRelativePathsAreResolvedOnce(t *testing.T) {
 	e := newEnv(t)
 	root := filepath.Dir(filepath.Dir(e.config))
-	e.log = &syncBuffer{}
-	e.cmd = exec.Command(bins.openConduit, "serve", "--state", "state", "--config", filepath.Join("config", "config.json"))
-	e.cmd.Dir = root
-	e.cmd.Env = append(os.Environ(), "OC_TEST_S1=one-7f3a", "OC_TEST_TOKEN=tok-5e8f")
-	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// The env's own --state comes first; the relative one after it wins.
+	e.launch(root, nil, "--state", "state", "--config", filepath.Join("config", "config.json"))
 	e.eventually("the daemon running", func() bool {
 		st, err := e.c.Status(context.Background())
 		return err == nil && st.Phase == client.PhaseRunning
@@ -424,13 +412,7 @@ func TestAPIAnswersWhileAPackageNeverAnswersInitialize(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(mute, protocol.ManifestFile), data, 0o644)
 	os.WriteFile(filepath.Join(mute, "mute-extension"), []byte("#!/bin/sh\nwhile read -r line; do :; done\n"), 0o755)
-	e.log = &syncBuffer{}
-	e.cmd = exec.Command(bins.openConduit, "serve", "--state", e.state, "--config", e.config)
-	e.cmd.Env = append(os.Environ(), "OC_TEST_S1=one-7f3a", "OC_TEST_TOKEN=tok-5e8f")
-	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	e.launch("", nil, "--config", e.config)
 	// While mute holds its handshake, the API answers: the daemon is still
 	// starting, and says so.
 	e.eventually("the API answering", func() bool {
