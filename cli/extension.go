@@ -20,9 +20,9 @@ import (
 // running is the state of a package that serves.
 const running = string(session.StateRunning)
 
-// maxRestartWait bounds extension restart's --wait below the client's
-// request timeout, so the answer always arrives.
-const maxRestartWait = 50 * time.Second
+// maxRestartWait bounds extension restart's --wait: the daemon holds an
+// answer no longer than this.
+const maxRestartWait = client.MaxWait
 
 func extensionCommand() *command {
 	return &command{

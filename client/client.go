@@ -23,6 +23,11 @@ const SocketName = "open-conduit.sock"
 // ErrNoDaemon is returned when no daemon answers on the socket.
 var ErrNoDaemon = errors.New("no daemon")
 
+// MaxWait is the longest a long poll (events, logs) or a restart's wait
+// holds an answer: the daemon caps what a client asks at it, so an answer
+// always comes well inside the client's own request timeout.
+const MaxWait = 30 * time.Second
+
 // Client talks to one daemon.
 type Client struct {
 	socket string

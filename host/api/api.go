@@ -21,9 +21,8 @@ import (
 // MaxBody bounds a request body, as the protocol bounds a message.
 const MaxBody = protocol.MaxMessageBytes
 
-// MaxWait bounds a long poll (events, logs) and a restart's wait, so an
-// answer always comes well inside the client's own timeout.
-const MaxWait = 30 * time.Second
+// MaxWait bounds a long poll (events, logs) and a restart's wait.
+const MaxWait = client.MaxWait
 
 // Daemon is what the API serves: the daemon's facade. Errors carry a
 // protocol code (protocol.Errorf), which picks the HTTP status.
