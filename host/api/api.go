@@ -130,8 +130,12 @@ func body(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// decode reads a request body strictly into v.
+// decode reads a request body strictly into v; no body is an empty
+// object.
 func decode(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
 	data, err := body(r)
 	if err != nil {
 		return err

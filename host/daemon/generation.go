@@ -179,7 +179,7 @@ func (d *Daemon) Apply(ctx context.Context, text []byte) (client.Applied, error)
 	}
 	d.changeMu.Lock()
 	defer d.changeMu.Unlock()
-	if _, err := d.rescanLocked(ctx); err != nil {
+	if _, err := d.rescanLocked(); err != nil {
 		d.logger.Warn("rescan before apply", "err", err)
 	}
 	g, ps := d.validate(ctx, text, d.opts.ConfigFile)

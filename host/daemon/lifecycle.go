@@ -194,17 +194,17 @@ func (d *Daemon) rediscover(was discover.Package) (discover.Package, error) {
 // whole set still has no conflict (else none of them is) and started; a
 // package whose files changed or went away keeps running as it started,
 // marked so the operator knows a restart would change it.
-func (d *Daemon) Rescan(ctx context.Context) (client.Rescan, error) {
+func (d *Daemon) Rescan(context.Context) (client.Rescan, error) {
 	if d.Phase() != client.PhaseRunning {
 		return client.Rescan{}, errStarting()
 	}
 	d.changeMu.Lock()
 	defer d.changeMu.Unlock()
-	return d.rescanLocked(ctx)
+	return d.rescanLocked()
 }
 
 // rescanLocked is Rescan; the caller holds changeMu.
-func (d *Daemon) rescanLocked(ctx context.Context) (client.Rescan, error) {
+func (d *Daemon) rescanLocked() (client.Rescan, error) {
 	found, problems := discover.Discover(d.discoverOptions())
 	var res client.Rescan
 	for _, p := range problems {
@@ -259,6 +259,7 @@ func (d *Daemon) rescanLocked(ctx context.Context) (client.Rescan, error) {
 		res.Added = append(res.Added, p.Name)
 		d.logger.Info("package found", "extension", describe(p))
 	}
-	d.startAll(ctx, added, d.passEnv)
+	// The new packages live as long as the daemon, not the request.
+	d.startAll(d.ctx, added, d.passEnv)
 	return res, nil
 }
