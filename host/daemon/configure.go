@@ -3,14 +3,12 @@ package daemon
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/validate"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/session"
 )
 
 // validate runs the one validation pipeline (parse, the offline rules, each
@@ -18,45 +16,17 @@ import (
 // run now: a package that is not running leaves its types unknown, so a
 // config using them is refused. It returns the generation the text would
 // become (not yet numbered) and every problem, sorted.
+//
+// It holds every package's op lock while it runs, so no package starts,
+// restarts or stops between being counted as running and being asked: a
+// restart under way finishes first, and one asked for meanwhile waits.
+// Only a crash can still take a package away mid-check; it is then
+// reported unavailable, as it is.
 func (d *Daemon) validate(ctx context.Context, text []byte, source string) (*config.Generation, config.Problems) {
-	d.pkgs.settle(ctx, d.handshakeTimeout())
+	unlock := d.pkgs.hold()
+	defer unlock()
 	running, failed, ask := d.pkgs.validators()
 	return validate.Run(ctx, validate.Input{Text: text, Source: source, Running: running, Failed: failed, Ask: ask})
-}
-
-// handshakeTimeout is how long a package's start may take.
-func (d *Daemon) handshakeTimeout() time.Duration {
-	if d.opts.HandshakeTimeout > 0 {
-		return d.opts.HandshakeTimeout
-	}
-	return 15 * time.Second
-}
-
-// settle waits, up to max, for every package whose start is under way (an
-// operator's restart, a rescan's start) to finish it, so a validation in
-// that moment asks the package rather than refusing its types. A package
-// waiting out a crash's backoff is not waited for: it is not running.
-func (p *packages) settle(ctx context.Context, max time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, max)
-	defer cancel()
-	for _, x := range p.list() {
-		s := p.snapshot(x).session
-		if s == nil {
-			continue
-		}
-		for {
-			changed := s.Changed()
-			if s.Status().State != session.StateStarting {
-				break
-			}
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
 }
 
 // configureParams are what configure sends one package: the live

@@ -185,10 +185,11 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	exts := d.pkgs.add(pkgs)
 	if err := d.serveAPI(); err != nil {
 		return err
 	}
-	d.startAll(ctx, pkgs, startup.passEnv)
+	d.startAll(ctx, exts, startup.passEnv)
 	candidate, err := d.checkStartup(ctx, startup)
 	if err != nil {
 		return err

@@ -15,31 +15,34 @@ import (
 	"github.com/open-conduit/open-conduit/session"
 )
 
-// startAll starts every package at once and waits for the slowest
-// handshake, so adding packages does not add their start times together.
-// passEnv is each package's grant of daemon variables.
-func (d *Daemon) startAll(ctx context.Context, pkgs []discover.Package, passEnv func(string) []string) {
+// startAll starts packages at once and waits for the slowest handshake,
+// so adding packages does not add their start times together. passEnv is
+// each package's grant of daemon variables.
+func (d *Daemon) startAll(ctx context.Context, exts []*extension, passEnv func(string) []string) {
 	var wg sync.WaitGroup
-	for _, p := range pkgs {
-		x := d.pkgs.add(p)
+	for _, x := range exts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			x.op.Lock()
 			defer x.op.Unlock()
-			d.startOne(ctx, x, passEnv(p.Name))
+			d.startOne(ctx, x, passEnv(x.name))
 		}()
 	}
 	wg.Wait()
 }
 
-// add registers a package the daemon has not run yet.
-func (p *packages) add(pkg discover.Package) *extension {
-	x := &extension{name: pkg.Name, extState: extState{pkg: pkg}}
+// add registers packages the daemon has not run yet, in state starting, so
+// the operator sees them from the moment they are found.
+func (p *packages) add(pkgs []discover.Package) []*extension {
+	out := make([]*extension, len(pkgs))
 	p.mu.Lock()
-	p.exts[pkg.Name] = x
-	p.mu.Unlock()
-	return x
+	defer p.mu.Unlock()
+	for i, pkg := range pkgs {
+		out[i] = &extension{name: pkg.Name, extState: extState{pkg: pkg}}
+		p.exts[pkg.Name] = out[i]
+	}
+	return out
 }
 
 // startOne starts a package behind a new scoped service and session; the
@@ -260,6 +263,6 @@ func (d *Daemon) rescanLocked() (client.Rescan, error) {
 		d.logger.Info("package found", "extension", describe(p))
 	}
 	// The new packages live as long as the daemon, not the request.
-	d.startAll(d.ctx, added, d.passEnv)
+	d.startAll(d.ctx, d.pkgs.add(added), d.passEnv)
 	return res, nil
 }

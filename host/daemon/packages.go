@@ -77,6 +77,20 @@ func (p *packages) list() []*extension {
 	return out
 }
 
+// hold takes every package's op lock, in name order (the one order every
+// holder of several uses), and returns the function that releases them.
+func (p *packages) hold() (unlock func()) {
+	exts := p.list()
+	for _, x := range exts {
+		x.op.Lock()
+	}
+	return func() {
+		for _, x := range exts {
+			x.op.Unlock()
+		}
+	}
+}
+
 // snapshot reads an extension's guarded fields at once.
 func (p *packages) snapshot(x *extension) extState {
 	p.mu.Lock()

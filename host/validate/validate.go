@@ -48,7 +48,7 @@ func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Pr
 		switch {
 		case errors.Is(err, protocol.ErrMethodNotFound):
 			return ps
-		case protocol.CodeOf(err) == protocol.CodeTransport || errors.Is(err, context.DeadlineExceeded):
+		case couldNotAnswer(err):
 			ps = append(ps, unavailable(o.Path, pkg, err))
 		case err != nil:
 			ps = append(ps, config.Problem{Path: o.Path, Code: CodeInvalidConfig, Severity: config.Error,
@@ -60,6 +60,17 @@ func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Pr
 		}
 	}
 	return ps
+}
+
+// couldNotAnswer reports an error that says nothing about the config: the
+// package was not there to answer (it crashed, was stopping, was busy, or
+// ran out of time).
+func couldNotAnswer(err error) bool {
+	switch protocol.CodeOf(err) {
+	case protocol.CodeTransport, protocol.CodeShuttingDown, protocol.CodeOverloaded, protocol.CodeCancelled, protocol.CodeUnavailable:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func unavailable(path, pkg string, err error) config.Problem {

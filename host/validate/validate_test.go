@@ -26,6 +26,9 @@ func TestWithMapsAnswersToProblems(t *testing.T) {
 		{"refused", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid, "set url to an https URL"), CodeInvalidConfig, config.Error},
 		{"warned", protocol.ValidateResult{Warnings: []string{"retries is ignored"}}, nil, CodeConfigWarning, config.Warning},
 		{"crashed", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrTransport, "broke"), CodeExtensionUnavailable, config.Error},
+		{"stopping: the config is not the cause", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrShuttingDown, "bye"), CodeExtensionUnavailable, config.Error},
+		{"busy", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrOverloaded, "64 in flight"), CodeExtensionUnavailable, config.Error},
+		{"out of time", protocol.ValidateResult{}, context.DeadlineExceeded, CodeExtensionUnavailable, config.Error},
 		{"does not validate", protocol.ValidateResult{}, protocol.Errorf(protocol.ErrMethodNotFound, "no"), "", ""},
 	}
 	for _, tc := range cases {
