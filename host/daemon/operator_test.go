@@ -13,86 +13,19 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/fixtures/probe"
+	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 )
-
-// helloOnly is a config that uses only the bundled hello package, so a
-// test can break the probe package without refusing the whole start.
-const helloOnly = `{"scopes": [{"id": "beta", "entries": [{"name": "h1", "type": "hello"}]}]}`
-
-// deadline is how long a test waits for something the daemon does in the
-// background (a restart's backoff, a handshake) on a loaded machine.
-const deadline = 60 * time.Second
-
-// eventually polls cond until it holds or the deadline passes.
-func (e *env) eventually(what string, cond func() bool) {
-	e.t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			e.t.Fatalf("%s did not happen within %s\n%s", what, deadline, e.log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (e *env) writeConfig(text string) {
-	e.t.Helper()
-	if err := os.WriteFile(e.config, []byte(text), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
-// probeDir is the installed probe package's directory.
-func (e *env) probeDir() string {
-	return filepath.Join(filepath.Dir(e.config), "extensions", probe.Name)
-}
-
-// editProbeManifest rewrites the installed probe's manifest through edit.
-func (e *env) editProbeManifest(edit func(m *protocol.Manifest)) {
-	e.t.Helper()
-	m := probe.Extension().Manifest
-	edit(m)
-	data, err := m.MarshalIndent()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.probeDir(), protocol.ManifestFile), data, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
-// serveFails runs serve expecting it to refuse the start, and returns
-// what it printed.
-func (e *env) serveFails(args ...string) string {
-	e.t.Helper()
-	cmd := exec.Command(bins.openConduit, append([]string{"serve", "--state", e.state}, args...)...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
-		e.t.Fatalf("serve %v should fail: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func (e *env) status() client.Status {
-	e.t.Helper()
-	st, err := e.c.Status(context.Background())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return st
-}
 
 // TestOperatorCallIsAuthorizedBeforeTheHandlerRuns: a call in a scope that
 // is not configured, or does not use the package, is refused before the
 // handler runs, so its write is never made.
 func TestOperatorCallIsAuthorizedBeforeTheHandlerRuns(t *testing.T) {
-	e := newEnv(t)
-	e.start()
+	e := daemontest.New(t, bins)
+	e.Start()
 	write := func(scope, key string) (client.CallResult, error) {
-		return e.c.Call(context.Background(), probe.Name, client.CallRequest{Operation: "probe.call", Scope: scope, Input: map[string]any{
+		return e.C.Call(context.Background(), probe.Name, client.CallRequest{Operation: "probe.call", Scope: scope, Input: map[string]any{
 			"method": "kv.commit",
 			"params": map[string]any{"puts": []map[string]any{{"namespace": "probe.data", "key": key, "value": "eA=="}}},
 		}})
@@ -103,14 +36,14 @@ func TestOperatorCallIsAuthorizedBeforeTheHandlerRuns(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Code != protocol.CodeNotFound {
 			t.Fatalf("a call in scope %q: %v", scope, err)
 		}
-		if _, found := e.kvGet("probe.data", "from-"+scope); found {
+		if _, found := e.KVGet("probe.data", "from-"+scope); found {
 			t.Fatalf("the handler ran for a call in scope %q and committed its write", scope)
 		}
 	}
 	if res, err := write("alpha", "from-alpha"); err != nil || res.Code != "" {
 		t.Fatalf("negative control, a scope that uses probe: %+v %v", res, err)
 	}
-	if _, found := e.kvGet("probe.data", "from-alpha"); !found {
+	if _, found := e.KVGet("probe.data", "from-alpha"); !found {
 		t.Fatal("negative control: the call in alpha did not commit")
 	}
 }
@@ -118,9 +51,9 @@ func TestOperatorCallIsAuthorizedBeforeTheHandlerRuns(t *testing.T) {
 // TestServeWithANamedConfigThatIsMissingFails: only the default location
 // may fall back to the embedded default.
 func TestServeWithANamedConfigThatIsMissingFails(t *testing.T) {
-	e := newEnv(t)
+	e := daemontest.New(t, bins)
 	missing := filepath.Join(t.TempDir(), "missing.json")
-	out := e.serveFails("--config", missing)
+	out := e.ServeFails("--config", missing)
 	if !strings.Contains(out, missing) || strings.Contains(out, "serving") {
 		t.Fatalf("the error does not name the missing file:\n%s", out)
 	}
@@ -133,13 +66,13 @@ func TestServeWithANamedConfigThatIsMissingFails(t *testing.T) {
 // negative control: with no --config and nothing at the default location,
 // serve runs the embedded default.
 func TestServeOnTheDefaultLocationFallsBackToTheEmbeddedDefault(t *testing.T) {
-	e := newEnv(t)
-	e.launch("", []string{"XDG_CONFIG_HOME=" + t.TempDir()})
-	e.eventually("the daemon running", func() bool {
-		st, err := e.c.Status(context.Background())
+	e := daemontest.New(t, bins)
+	e.Launch("", []string{"XDG_CONFIG_HOME=" + t.TempDir()})
+	e.Eventually("the daemon running", func() bool {
+		st, err := e.C.Status(context.Background())
 		return err == nil && st.Phase == client.PhaseRunning
 	})
-	if st := e.status(); st.Config != "embedded default" || st.Generation < 1 {
+	if st := e.Status(); st.Config != "embedded default" || st.Generation < 1 {
 		t.Fatalf("status: %+v", st)
 	}
 }
@@ -147,18 +80,18 @@ func TestServeOnTheDefaultLocationFallsBackToTheEmbeddedDefault(t *testing.T) {
 // TestRelativePathsAreResolvedOnce: a relative --config and --state work,
 // installed packages included, from the directory serve was started in.
 func TestRelativePathsAreResolvedOnce(t *testing.T) {
-	e := newEnv(t)
-	root := filepath.Dir(filepath.Dir(e.config))
+	e := daemontest.New(t, bins)
+	root := filepath.Dir(filepath.Dir(e.Config))
 	// The env's own --state comes first; the relative one after it wins.
-	e.launch(root, nil, "--state", "state", "--config", filepath.Join("config", "config.json"))
-	e.eventually("the daemon running", func() bool {
-		st, err := e.c.Status(context.Background())
+	e.Launch(root, nil, "--state", "state", "--config", filepath.Join("config", "config.json"))
+	e.Eventually("the daemon running", func() bool {
+		st, err := e.C.Status(context.Background())
 		return err == nil && st.Phase == client.PhaseRunning
 	})
-	if x := e.extension(probe.Name); x.State != "running" {
+	if x := e.Extension(probe.Name); x.State != "running" {
 		t.Fatalf("the installed probe under a relative --config: %+v", x)
 	}
-	if st := e.status(); st.ConfigFile != e.config || st.State != e.state {
+	if st := e.Status(); st.ConfigFile != e.Config || st.State != e.State {
 		t.Fatalf("paths are not absolute: %+v", st)
 	}
 }
@@ -167,21 +100,21 @@ func TestRelativePathsAreResolvedOnce(t *testing.T) {
 // serve, check and apply, so a config a package's validate refuses does not
 // start either.
 func TestServeRefusesWhatConfigCheckRefuses(t *testing.T) {
-	e := newEnv(t)
-	e.writeConfig(strings.Replace(testConfig, `{"name": "h1", "type": "hello"}`, `{"name": "h1", "type": "hello", "config": {"colour": "red"}}`, 1))
-	out := e.serveFails("--config", e.config)
+	e := daemontest.New(t, bins)
+	e.WriteConfig(strings.Replace(daemontest.Config, `{"name": "h1", "type": "hello"}`, `{"name": "h1", "type": "hello", "config": {"colour": "red"}}`, 1))
+	out := e.ServeFails("--config", e.Config)
 	if !strings.Contains(out, "/scopes/1/entries/0/config") || !strings.Contains(out, "invalid_config") {
 		t.Fatalf("serve did not refuse hello's invalid entry:\n%s", out)
 	}
-	check, err := exec.Command(bins.openConduit, "config", "check", "--config", e.config).CombinedOutput()
+	check, err := exec.Command(bins.OpenConduit, "config", "check", "--config", e.Config).CombinedOutput()
 	if err == nil || !strings.Contains(string(check), "/scopes/1/entries/0/config") {
 		t.Fatalf("config check should refuse the same: %v\n%s", err, check)
 	}
 	// A package that could not start leaves its types unknown: a config
 	// using them is refused, naming the package.
-	e.writeConfig(testConfig)
-	e.editProbeManifest(func(m *protocol.Manifest) { m.Version = "9.9.9" })
-	out = e.serveFails("--config", e.config)
+	e.WriteConfig(daemontest.Config)
+	e.EditProbeManifest(func(m *protocol.Manifest) { m.Version = "9.9.9" })
+	out = e.ServeFails("--config", e.Config)
 	if !strings.Contains(out, probe.Name) || !strings.Contains(out, "extension_unavailable") {
 		t.Fatalf("a config using a package that failed to start:\n%s", out)
 	}
@@ -190,61 +123,52 @@ func TestServeRefusesWhatConfigCheckRefuses(t *testing.T) {
 // TestConfigApplySurvivesARestart: what is applied is written where serve
 // reads next, and keeps its generation; an identical apply changes nothing.
 func TestConfigApplySurvivesARestart(t *testing.T) {
-	e := newEnv(t)
-	e.start()
-	next := strings.Replace(testConfig, `"scopes": [`, `"scopes": [
+	e := daemontest.New(t, bins)
+	e.Start()
+	next := strings.Replace(daemontest.Config, `"scopes": [`, `"scopes": [
     {"id": "gamma", "entries": [{"name": "p2", "type": "probe"}]},`, 1)
-	res, err := e.c.ApplyConfig(context.Background(), []byte(next))
-	if err != nil || !res.Applied || res.File != e.config {
+	res, err := e.C.ApplyConfig(context.Background(), []byte(next))
+	if err != nil || !res.Applied || res.File != e.Config {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
-	if data, err := os.ReadFile(e.config); err != nil || string(data) != next {
+	if data, err := os.ReadFile(e.Config); err != nil || string(data) != next {
 		t.Fatalf("the applied config is not in the config file: %v\n%s", err, data)
 	}
-	if st, err := os.Stat(e.config); err != nil || st.Mode().Perm() != 0o600 {
+	if st, err := os.Stat(e.Config); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the config file's mode: %v %v", st.Mode(), err)
 	}
-	again, err := e.c.ApplyConfig(context.Background(), []byte(next))
+	again, err := e.C.ApplyConfig(context.Background(), []byte(next))
 	if err != nil || again.Applied || !again.Unchanged || again.Generation != res.Generation {
 		t.Fatalf("an identical apply: %+v %v", again, err)
 	}
-	e.stop()
-	e.start()
-	st := e.status()
-	if st.Generation != res.Generation || st.Config != e.config || st.Hash != res.Hash {
+	e.Stop()
+	e.Start()
+	st := e.Status()
+	if st.Generation != res.Generation || st.Config != e.Config || st.Hash != res.Hash {
 		t.Fatalf("after a restart: %+v, applied %+v", st, res)
 	}
-	if a := e.hostCall("", "state.scope", protocol.StateScopeParams{ID: "gamma"}); a.Code != "" {
+	if a := e.HostCall("", "state.scope", protocol.StateScopeParams{ID: "gamma"}); a.Code != "" {
 		t.Fatalf("the applied scope is gone after a restart: %+v", a)
 	}
-	doc, err := e.c.Doctor(context.Background())
-	if err != nil || !hasCheck(doc, "config", "ok") || !strings.Contains(checkDetail(doc, "config"), e.config) {
+	doc, err := e.C.Doctor(context.Background())
+	if err != nil || !daemontest.HasCheck(doc, "config", "ok") || !strings.Contains(daemontest.CheckDetail(doc, "config"), e.Config) {
 		t.Fatalf("doctor does not say which file is live: %+v %v", doc, err)
 	}
-}
-
-func checkDetail(d client.Doctor, name string) string {
-	for _, c := range d.Checks {
-		if c.Name == name {
-			return c.Detail
-		}
-	}
-	return ""
 }
 
 // TestReloadOnSIGHUP: SIGHUP re-reads the config file as config apply
 // would.
 func TestReloadOnSIGHUP(t *testing.T) {
-	e := newEnv(t)
-	e.start()
-	gen := e.status().Generation
-	e.writeConfig(strings.Replace(testConfig, `"scopes": [`, `"scopes": [
+	e := daemontest.New(t, bins)
+	e.Start()
+	gen := e.Status().Generation
+	e.WriteConfig(strings.Replace(daemontest.Config, `"scopes": [`, `"scopes": [
     {"id": "gamma", "entries": [{"name": "p2", "type": "probe"}]},`, 1))
-	if err := e.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := e.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the reloaded generation", func() bool { return e.status().Generation == gen+1 })
-	if a := e.hostCall("", "state.scope", protocol.StateScopeParams{ID: "gamma"}); a.Code != "" {
+	e.Eventually("the reloaded generation", func() bool { return e.Status().Generation == gen+1 })
+	if a := e.HostCall("", "state.scope", protocol.StateScopeParams{ID: "gamma"}); a.Code != "" {
 		t.Fatalf("after SIGHUP: %+v", a)
 	}
 }
@@ -252,20 +176,20 @@ func TestReloadOnSIGHUP(t *testing.T) {
 // TestRestartRestartsOnlyThatPackage: extension restart hello gives hello
 // a new process and leaves probe's alone.
 func TestRestartRestartsOnlyThatPackage(t *testing.T) {
-	e := newEnv(t)
-	e.start()
-	hello, prb := e.extension("hello"), e.extension(probe.Name)
-	res, err := e.c.Restart(context.Background(), "hello", 30*time.Second)
+	e := daemontest.New(t, bins)
+	e.Start()
+	hello, prb := e.Extension("hello"), e.Extension(probe.Name)
+	res, err := e.C.Restart(context.Background(), "hello", 30*time.Second)
 	if err != nil || !res.Done || res.Extension.State != "running" || res.Extension.PID == hello.PID {
 		t.Fatalf("restart: %+v %v (pid was %d)", res, err, hello.PID)
 	}
-	if alive(hello.PID) {
+	if daemontest.Alive(hello.PID) {
 		t.Fatalf("the old hello process %d outlived its restart", hello.PID)
 	}
-	if got := e.extension(probe.Name); got.PID != prb.PID || got.State != "running" {
+	if got := e.Extension(probe.Name); got.PID != prb.PID || got.State != "running" {
 		t.Fatalf("probe was touched: %+v (pid was %d)", got, prb.PID)
 	}
-	if _, err := e.c.Restart(context.Background(), "nobody", 0); err == nil {
+	if _, err := e.C.Restart(context.Background(), "nobody", 0); err == nil {
 		t.Fatal("restarting an unknown package")
 	}
 }
@@ -274,47 +198,38 @@ func TestRestartRestartsOnlyThatPackage(t *testing.T) {
 // installed folder while serve runs appears after a rescan, and config
 // apply rescans too.
 func TestRescanFindsAPackageInstalledWhileServing(t *testing.T) {
-	e := newEnv(t)
+	e := daemontest.New(t, bins)
 	hidden := filepath.Join(t.TempDir(), probe.Name)
-	if err := os.Rename(e.probeDir(), hidden); err != nil {
+	if err := os.Rename(e.ProbeDir(), hidden); err != nil {
 		t.Fatal(err)
 	}
-	e.writeConfig(helloOnly)
-	e.start()
-	for _, x := range e.mustExtensions().Extensions {
+	e.WriteConfig(daemontest.HelloOnly)
+	e.Start()
+	for _, x := range e.Extensions().Extensions {
 		if x.Name == probe.Name {
 			t.Fatalf("probe before it is installed: %+v", x)
 		}
 	}
-	if err := os.Rename(hidden, e.probeDir()); err != nil {
+	if err := os.Rename(hidden, e.ProbeDir()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.c.Rescan(context.Background())
+	res, err := e.C.Rescan(context.Background())
 	if err != nil || len(res.Added) != 1 || res.Added[0] != probe.Name {
 		t.Fatalf("rescan: %+v %v", res, err)
 	}
-	e.eventually("probe running", func() bool { return e.extension(probe.Name).State == "running" })
-	applied, err := e.c.ApplyConfig(context.Background(), []byte(testConfig))
+	e.Eventually("probe running", func() bool { return e.Extension(probe.Name).State == "running" })
+	applied, err := e.C.ApplyConfig(context.Background(), []byte(daemontest.Config))
 	if err != nil || !applied.Applied {
 		t.Fatalf("a config using the new package: %+v %v", applied, err)
 	}
-}
-
-func (e *env) mustExtensions() client.Extensions {
-	e.t.Helper()
-	exts, err := e.c.Extensions(context.Background())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return exts
 }
 
 // TestFirstStartFailureIsRetried: a package whose first start fails for a
 // reason a restart can cure is retried with backoff, without a daemon
 // restart.
 func TestFirstStartFailureIsRetried(t *testing.T) {
-	e := newEnv(t)
-	dir := e.probeDir()
+	e := daemontest.New(t, bins)
+	dir := e.ProbeDir()
 	if err := os.Rename(filepath.Join(dir, "probe-extension"), filepath.Join(dir, "probe-real")); err != nil {
 		t.Fatal(err)
 	}
@@ -323,16 +238,16 @@ func TestFirstStartFailureIsRetried(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "probe-extension"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.writeConfig(helloOnly)
-	e.start()
-	x := e.extension(probe.Name)
+	e.WriteConfig(daemontest.HelloOnly)
+	e.Start()
+	x := e.Extension(probe.Name)
 	if x.State == "running" || x.Code != protocol.CodeHandshakeFailed || x.Remedy == "" {
 		t.Fatalf("a package that cannot start yet: %+v", x)
 	}
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("probe running after its failed first start", func() bool { return e.extension(probe.Name).State == "running" })
+	e.Eventually("probe running after its failed first start", func() bool { return e.Extension(probe.Name).State == "running" })
 }
 
 // TestRefusalCodesReachListAndDoctor: each host-side refusal keeps its
@@ -340,33 +255,33 @@ func TestFirstStartFailureIsRetried(t *testing.T) {
 func TestRefusalCodesReachListAndDoctor(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(e *env)
+		setup func(e *daemontest.Env)
 		code  string
 		state string
 	}{
-		{"manifest mismatch", func(e *env) { e.editProbeManifest(func(m *protocol.Manifest) { m.Version = "9.9.9" }) },
+		{"manifest mismatch", func(e *daemontest.Env) { e.EditProbeManifest(func(m *protocol.Manifest) { m.Version = "9.9.9" }) },
 			protocol.CodeManifestMismatch, "refused"},
-		{"kv downgrade", func(e *env) {
-			db, err := pebblekv.Open(filepath.Join(e.state, "store"), nil)
+		{"kv downgrade", func(e *daemontest.Env) {
+			db, err := pebblekv.Open(filepath.Join(e.State, "store"), nil)
 			if err != nil {
-				e.t.Fatal(err)
+				t.Fatal(err)
 			}
 			defer db.Close()
 			if err := db.Update(func(tx *pebblekv.Tx) error { return tx.SetKVLayoutVersion(probe.Name, 5) }); err != nil {
-				e.t.Fatal(err)
+				t.Fatal(err)
 			}
 		}, protocol.CodeKVDowngrade, "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.writeConfig(helloOnly)
+			e := daemontest.New(t, bins)
+			e.WriteConfig(daemontest.HelloOnly)
 			tc.setup(e)
-			e.start()
-			x := e.extension(probe.Name)
+			e.Start()
+			x := e.Extension(probe.Name)
 			if x.State != tc.state || x.Code != tc.code || x.Remedy == "" {
 				t.Fatalf("extension list: %+v", x)
 			}
-			doc, err := e.c.Doctor(context.Background())
+			doc, err := e.C.Doctor(context.Background())
 			if err != nil || doc.OK {
 				t.Fatalf("doctor should fail: %+v %v", doc, err)
 			}
@@ -382,16 +297,16 @@ func TestRefusalCodesReachListAndDoctor(t *testing.T) {
 		})
 	}
 	t.Run("incompatible protocol", func(t *testing.T) {
-		e := newEnv(t)
-		e.writeConfig(helloOnly)
-		e.editProbeManifest(func(m *protocol.Manifest) { m.Protocol = []int{99} })
-		e.start()
-		exts := e.mustExtensions()
+		e := daemontest.New(t, bins)
+		e.WriteConfig(daemontest.HelloOnly)
+		e.EditProbeManifest(func(m *protocol.Manifest) { m.Protocol = []int{99} })
+		e.Start()
+		exts := e.Extensions()
 		if len(exts.Skipped) != 1 || exts.Skipped[0].Code != protocol.CodeIncompatibleProtocol {
 			t.Fatalf("skipped: %+v", exts.Skipped)
 		}
-		doc, _ := e.c.Doctor(context.Background())
-		if !hasCheck(doc, "discovery", protocol.CheckWarn) {
+		doc, _ := e.C.Doctor(context.Background())
+		if !daemontest.HasCheck(doc, "discovery", protocol.CheckWarn) {
 			t.Fatalf("doctor: %+v", doc.Checks)
 		}
 	})
@@ -400,8 +315,8 @@ func TestRefusalCodesReachListAndDoctor(t *testing.T) {
 // TestAPIAnswersWhileAPackageNeverAnswersInitialize: a package that hangs
 // in its handshake holds neither the start nor an operator's restart.
 func TestAPIAnswersWhileAPackageNeverAnswersInitialize(t *testing.T) {
-	e := newEnv(t)
-	mute := filepath.Join(filepath.Dir(e.config), "extensions", "mute")
+	e := daemontest.New(t, bins)
+	mute := filepath.Join(filepath.Dir(e.Config), "extensions", "mute")
 	if err := os.MkdirAll(mute, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -412,34 +327,34 @@ func TestAPIAnswersWhileAPackageNeverAnswersInitialize(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(mute, protocol.ManifestFile), data, 0o644)
 	os.WriteFile(filepath.Join(mute, "mute-extension"), []byte("#!/bin/sh\nwhile read -r line; do :; done\n"), 0o755)
-	e.launch("", nil, "--config", e.config)
+	e.Launch("", nil, "--config", e.Config)
 	// While mute holds its handshake, the API answers: the daemon is still
 	// starting, and says so.
-	e.eventually("the API answering", func() bool {
-		_, err := e.c.Status(context.Background())
+	e.Eventually("the API answering", func() bool {
+		_, err := e.C.Status(context.Background())
 		return err == nil
 	})
-	if x := e.extension("mute"); x.State != "starting" {
+	if x := e.Extension("mute"); x.State != "starting" {
 		t.Fatalf("mute during its handshake: %+v", x)
 	}
-	if st := e.status(); st.Phase != client.PhaseStarting {
+	if st := e.Status(); st.Phase != client.PhaseStarting {
 		t.Fatalf("status during the start: %+v", st)
 	}
 	var ce *client.Error
-	if _, err := e.c.ApplyConfig(context.Background(), []byte(testConfig)); !errors.As(err, &ce) || ce.Code != protocol.CodeUnavailable {
+	if _, err := e.C.ApplyConfig(context.Background(), []byte(daemontest.Config)); !errors.As(err, &ce) || ce.Code != protocol.CodeUnavailable {
 		t.Fatalf("apply while starting: %v", err)
 	}
-	e.eventually("the daemon running", func() bool { return e.status().Phase == client.PhaseRunning })
-	if x := e.extension("mute"); x.Code != protocol.CodeHandshakeFailed {
+	e.Eventually("the daemon running", func() bool { return e.Status().Phase == client.PhaseRunning })
+	if x := e.Extension("mute"); x.Code != protocol.CodeHandshakeFailed {
 		t.Fatalf("mute after its handshake timed out: %+v", x)
 	}
 	// A restart of mute answers at once when asked not to wait; the API
 	// keeps answering during its handshake.
-	res, err := e.c.Restart(context.Background(), "mute", 0)
+	res, err := e.C.Restart(context.Background(), "mute", 0)
 	if err != nil || res.Done {
 		t.Fatalf("restart without waiting: %+v %v", res, err)
 	}
-	if x := e.extension(probe.Name); x.State != "running" {
+	if x := e.Extension(probe.Name); x.State != "running" {
 		t.Fatalf("probe during mute's restart: %+v", x)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
 	"github.com/open-conduit/open-conduit/host/daemon"
+	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -18,13 +19,13 @@ import (
 // views while configs are applied and packages restarted, in one process,
 // so the race detector sees every reader beside every writer.
 func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
-	e := newEnv(t)
+	e := daemontest.New(t, bins)
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		StateDir:    e.state,
-		ConfigFile:  e.config,
+		StateDir:    e.State,
+		ConfigFile:  e.Config,
 		ConfigNamed: true,
 		Served:      map[string]*protocol.Manifest{hello.Name: hello.Extension().Manifest},
-		Self:        bins.openConduit,
+		Self:        bins.OpenConduit,
 		Environ:     append(os.Environ(), "OC_TEST_S1=one-7f3a", "OC_TEST_TOKEN=tok-5e8f"),
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -32,7 +33,7 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	configs := []string{testConfig, strings.Replace(testConfig, `"scopes": [`, `"scopes": [
+	configs := []string{daemontest.Config, strings.Replace(daemontest.Config, `"scopes": [`, `"scopes": [
     {"id": "gamma", "entries": [{"name": "p2", "type": "probe"}]},`, 1)}
 	ctx := context.Background()
 	var readers, restarts sync.WaitGroup
@@ -62,7 +63,7 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 	go func() {
 		defer restarts.Done()
 		for range 4 {
-			if _, err := d.Restart(ctx, hello.Name, deadline); err != nil {
+			if _, err := d.Restart(ctx, hello.Name, daemontest.Deadline); err != nil {
 				errs <- err
 			}
 		}
@@ -80,7 +81,7 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if data, err := os.ReadFile(e.config); err != nil || string(data) != configs[0] {
+	if data, err := os.ReadFile(e.Config); err != nil || string(data) != configs[0] {
 		t.Fatalf("the last applied config is not the file: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -19,14 +20,14 @@ func TestApplyRefusesObjectsOfAPackageThatCouldNotStart(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("the broken package is a shell script and there is no sh")
 	}
-	e := newEnv(t)
+	e := daemontest.New(t, bins)
 	broken := &protocol.Manifest{Name: "broken", Protocol: []int{1}, Command: []string{"broken-extension"},
 		Provides: protocol.Provides{Extensions: []protocol.ExtensionType{{Type: "broken"}}}}
 	data, err := broken.MarshalIndent()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(filepath.Dir(e.config), "extensions", "broken")
+	dir := filepath.Join(filepath.Dir(e.Config), "extensions", "broken")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +37,14 @@ func TestApplyRefusesObjectsOfAPackageThatCouldNotStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broken-extension"), []byte("#!/bin/sh\necho 'no such luck' >&2\nexit 3\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.start()
-	if x := e.extension("broken"); x.State == "running" {
+	e.Start()
+	if x := e.Extension("broken"); x.State == "running" {
 		t.Fatalf("broken runs: %+v", x)
 	}
 
-	with := strings.Replace(testConfig, `"scopes": [`, `"scopes": [
+	with := strings.Replace(daemontest.Config, `"scopes": [`, `"scopes": [
     {"id": "gamma", "entries": [{"name": "b", "type": "broken"}]},`, 1)
-	res, err := e.c.ApplyConfig(context.Background(), []byte(with))
+	res, err := e.C.ApplyConfig(context.Background(), []byte(with))
 	if err != nil || res.Applied {
 		t.Fatalf("a config naming the broken package: %+v %v", res, err)
 	}
@@ -61,7 +62,7 @@ func TestApplyRefusesObjectsOfAPackageThatCouldNotStart(t *testing.T) {
 	}
 	// Negative control: the same daemon applies a config that does not
 	// name it.
-	if res, err := e.c.ApplyConfig(context.Background(), []byte(testConfig)); err != nil || !(res.Applied || res.Unchanged) {
+	if res, err := e.C.ApplyConfig(context.Background(), []byte(daemontest.Config)); err != nil || !(res.Applied || res.Unchanged) {
 		t.Fatalf("a config without it: %+v %v", res, err)
 	}
 }
