@@ -4,7 +4,7 @@ BIN := bin/open-conduit
 BENCHTIME ?= 2s
 STORE_BENCH := ./pebblekv/ ./host/service/
 
-.PHONY: build test lint bench bench-smoke
+.PHONY: build test lint bench bench-smoke drills
 
 # Release binaries are static: with cgo, the net package links libc
 # dynamically, which costs every extension start about a millisecond.
@@ -18,6 +18,12 @@ lint:
 
 test: lint bench-smoke
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# drills runs every fault and bad-input drill at full length (the kill -9
+# loop 200 times, …) and prints the figures each drill reports; make test
+# runs them briefly.
+drills:
+	$(GO) test -race -count=1 -timeout 60m -v -run 'Drill' ./drills/ -args -drills.full
 
 # bench runs the transport comparison (ours, go-plugin, the raw pipe) and
 # the engine and store benchmarks in one run, and rewrites
