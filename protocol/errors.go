@@ -82,6 +82,8 @@ const (
 	CodeBadRequest           = "bad_request"
 	CodeUnreadableSchema     = "unreadable_schema"
 	CodeGateFailed           = "gate_failed"
+	CodeTooLarge             = "too_large"
+	CodeStorageFull          = "storage_full"
 
 	CodeUnsupportedProtocolVersion = "unsupported_protocol_version"
 	CodeReentrantCall              = "reentrant_call"
@@ -132,6 +134,8 @@ var (
 	ErrBadRequest           = &Error{Code: CodeBadRequest, Message: "bad request"}
 	ErrUnreadableSchema     = &Error{Code: CodeUnreadableSchema, Message: "unreadable schema"}
 	ErrGateFailed           = &Error{Code: CodeGateFailed, Message: "gate failed"}
+	ErrTooLarge             = &Error{Code: CodeTooLarge, Message: "too large"}
+	ErrStorageFull          = &Error{Code: CodeStorageFull, Message: "storage full"}
 
 	ErrUnsupportedProtocolVersion = &Error{Code: CodeUnsupportedProtocolVersion, Message: "unsupported protocol version"}
 	ErrReentrantCall              = &Error{Code: CodeReentrantCall, Message: "reentrant call"}
@@ -211,6 +215,8 @@ var codeTable = []CodeEntry{
 	{CodeBadRequest, ErrBadRequest, RPCAuthored, true, "the input does not match the declared schema; the message names the field", false},
 	{CodeUnreadableSchema, ErrUnreadableSchema, RPCAuthored, true, "a payload is not the current version of one of the writer's schemas", false},
 	{CodeGateFailed, ErrGateFailed, RPCAuthored, true, "a gate timed out, crashed or failed; the call is refused", false},
+	{CodeTooLarge, ErrTooLarge, RPCAuthored, true, "a message, value or payload is over its bound; nothing was sent or written", false},
+	{CodeStorageFull, ErrStorageFull, RPCAuthored, true, "the host's disk is full; nothing was written, reads still work, retry once there is space", false},
 	{CodeUnsupportedProtocolVersion, ErrUnsupportedProtocolVersion, RPCAuthored, true, "the two sides share no protocol version", false},
 	{CodeReentrantCall, ErrReentrantCall, RPCAuthored, true, "a callback arrived while an in-transaction call to the extension was outstanding", false},
 	{CodeOverloaded, ErrOverloaded, RPCAuthored, true, "the receiver already serves 64 requests; retry with backoff", false},
