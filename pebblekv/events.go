@@ -252,15 +252,30 @@ func (r *Reader) LatestSequence() (uint64, error) {
 }
 
 // Events reads the whole log in sequence order: the Events after sequence
-// after, at most limit (limit <= 0 or over MaxEvents means MaxEvents). It is
-// for operators; an extension's reads go through ScopeEvents.
+// after, one page of them (see EventsPage). It is for operators; an
+// extension's reads go through ScopeEvents. Read on after the last Event's
+// sequence until a page comes back empty.
 func (r *Reader) Events(after uint64, limit int) ([]Event, error) {
-	limit = pageLimit(limit)
+	out, _, err := r.EventsPage(after, limit)
+	return out, err
+}
+
+// EventsPage reads one page of the whole log in sequence order: the Events
+// after sequence after, at most limit (limit <= 0 or over MaxEvents means
+// MaxEvents), and, past the first, at most protocol.MaxPageBytes of them as
+// an answer encodes them (protocol.PageBudget). more says another Event
+// follows the page.
+func (r *Reader) EventsPage(after uint64, limit int) (events []Event, more bool, err error) {
+	page := protocol.NewPageBudget(limit, MaxEvents)
 	out := []Event{}
 	if after == math.MaxUint64 {
-		return out, nil
+		return out, false, nil
 	}
-	err := r.scan(eventKey(after+1), prefixEnd([]byte{famEvent}), func(k, v []byte) (bool, error) {
+	err = r.scan(eventKey(after+1), prefixEnd([]byte{famEvent}), func(k, v []byte) (bool, error) {
+		if page.Full() {
+			more = true
+			return false, nil
+		}
 		seq, err := seqSuffix(k)
 		if err != nil {
 			return false, err
@@ -269,53 +284,71 @@ func (r *Reader) Events(after uint64, limit int) ([]Event, error) {
 		if err != nil {
 			return false, err
 		}
+		if !page.Add(ev.Wire().WireSize()) {
+			more = true
+			return false, nil
+		}
 		out = append(out, ev)
-		return len(out) < limit, nil
+		return true, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // ScopeEvents reads the Events accepted into any of scopes ("" is the Events
-// with no scope), merged in sequence order: those after sequence after, at
-// most limit (limit <= 0 or over MaxEvents means MaxEvents). It reads the
-// scope index, so a page costs the Events it returns, however many other
-// scopes' Events the log holds between them.
+// with no scope), merged in sequence order: those after sequence after, one
+// page of them (see ScopeEventsPage). Read on after the last Event's
+// sequence until a page comes back empty.
 func (r *Reader) ScopeEvents(scopes []string, after uint64, limit int) ([]Event, error) {
+	out, _, err := r.ScopeEventsPage(scopes, after, limit)
+	return out, err
+}
+
+// ScopeEventsPage reads one page of the Events accepted into any of scopes
+// ("" is the Events with no scope), merged in sequence order: those after
+// sequence after, at most limit (limit <= 0 or over MaxEvents means
+// MaxEvents), and, past the first, at most protocol.MaxPageBytes of them as
+// an answer encodes them. more says another Event of scopes follows the
+// page. It reads the scope index, so a page costs the Events it returns,
+// however many other scopes' Events the log holds between them.
+func (r *Reader) ScopeEventsPage(scopes []string, after uint64, limit int) (events []Event, more bool, err error) {
 	scopes = slices.Compact(slices.Sorted(slices.Values(scopes)))
 	prefixes := make([][]byte, len(scopes))
 	for i, s := range scopes {
 		prefixes[i] = indexPrefix(famScope, s)
 	}
-	return r.indexEvents(prefixes, after, pageLimit(limit))
+	return r.indexEvents(prefixes, after, protocol.NewPageBudget(limit, MaxEvents))
 }
 
 // WorkEvents reads a Work's Events (those linked to it), in sequence order:
-// those after sequence after, at most limit (limit <= 0 or over MaxEvents
-// means MaxEvents), from the Work index.
+// those after sequence after, one page of them (see WorkEventsPage).
 func (r *Reader) WorkEvents(workID string, after uint64, limit int) ([]Event, error) {
-	return r.indexEvents([][]byte{indexPrefix(famWork, workID)}, after, pageLimit(limit))
+	out, _, err := r.WorkEventsPage(workID, after, limit)
+	return out, err
 }
 
-func pageLimit(limit int) int {
-	if limit <= 0 || limit > MaxEvents {
-		return MaxEvents
-	}
-	return limit
+// WorkEventsPage reads one page of a Work's Events (those linked to it), in
+// sequence order, from the Work index: those after sequence after, at most
+// limit (limit <= 0 or over MaxEvents means MaxEvents), and, past the first,
+// at most protocol.MaxPageBytes of them. more says another of the Work's
+// Events follows the page.
+func (r *Reader) WorkEventsPage(workID string, after uint64, limit int) (events []Event, more bool, err error) {
+	return r.indexEvents([][]byte{indexPrefix(famWork, workID)}, after, protocol.NewPageBudget(limit, MaxEvents))
 }
 
 // indexEvents merges index ranges (each prefix followed by sequences) in
-// sequence order and resolves the first limit sequences after after to their
-// Events. It reads limit + len(prefixes) index entries and limit Events.
-func (r *Reader) indexEvents(prefixes [][]byte, after uint64, limit int) ([]Event, error) {
-	out := []Event{}
+// sequence order and resolves the sequences after after to their Events
+// until page is full. It reads at most page's count of index entries, plus
+// one per prefix and one to learn whether more follow, and resolves one
+// Event past a page its bytes fill.
+func (r *Reader) indexEvents(prefixes [][]byte, after uint64, page protocol.PageBudget) ([]Event, bool, error) {
 	if after == math.MaxUint64 || len(prefixes) == 0 {
-		return out, nil
+		return []Event{}, false, nil
 	}
 	if err := r.live(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var h seqHeap
 	defer func() {
@@ -326,12 +359,12 @@ func (r *Reader) indexEvents(prefixes [][]byte, after uint64, limit int) ([]Even
 	for _, p := range prefixes {
 		it, err := r.src.NewIter(&pebble.IterOptions{LowerBound: appendSeq(clone(p), after+1), UpperBound: prefixEnd(p)})
 		if err != nil {
-			return nil, fmt.Errorf("pebblekv: iterate index: %w", err)
+			return nil, false, fmt.Errorf("pebblekv: iterate index: %w", err)
 		}
 		c := &cursor{it: it}
 		if ok, err := c.load(it.First()); err != nil {
 			_ = it.Close()
-			return nil, err
+			return nil, false, err
 		} else if !ok {
 			_ = it.Close()
 			continue
@@ -339,13 +372,14 @@ func (r *Reader) indexEvents(prefixes [][]byte, after uint64, limit int) ([]Even
 		h = append(h, c)
 	}
 	heap.Init(&h)
+	limit := page.Limit()
 	seqs := make([]uint64, 0, min(limit, 64))
 	for len(h) > 0 && len(seqs) < limit {
 		c := h[0]
 		seqs = append(seqs, c.seq)
 		ok, err := c.load(c.it.Next())
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if ok {
 			heap.Fix(&h, 0)
@@ -354,15 +388,17 @@ func (r *Reader) indexEvents(prefixes [][]byte, after uint64, limit int) ([]Even
 			heap.Pop(&h)
 		}
 	}
-	return r.resolve(seqs)
+	out, cut, err := r.resolve(seqs, &page)
+	return out, cut || len(h) > 0, err
 }
 
 // resolve reads the Events of seqs, which are increasing, through one
-// iterator seeking forward.
-func (r *Reader) resolve(seqs []uint64) ([]Event, error) {
-	out := make([]Event, 0, len(seqs))
+// iterator seeking forward, while page takes them; cut says it stopped
+// before the last because the page was full.
+func (r *Reader) resolve(seqs []uint64, page *protocol.PageBudget) (out []Event, cut bool, err error) {
+	out = make([]Event, 0, len(seqs))
 	if len(seqs) == 0 {
-		return out, nil
+		return out, false, nil
 	}
 	upper := prefixEnd([]byte{famEvent})
 	if last := seqs[len(seqs)-1]; last < math.MaxUint64 {
@@ -370,7 +406,7 @@ func (r *Reader) resolve(seqs []uint64) ([]Event, error) {
 	}
 	it, err := r.src.NewIter(&pebble.IterOptions{LowerBound: eventKey(seqs[0]), UpperBound: upper})
 	if err != nil {
-		return nil, fmt.Errorf("pebblekv: iterate log: %w", err)
+		return nil, false, fmt.Errorf("pebblekv: iterate log: %w", err)
 	}
 	defer it.Close()
 	key := make([]byte, 0, 9)
@@ -378,21 +414,24 @@ func (r *Reader) resolve(seqs []uint64) ([]Event, error) {
 		key = appendSeq(append(key[:0], famEvent), seq)
 		if !it.SeekGE(key) || string(it.Key()) != string(key) {
 			if err := it.Error(); err != nil {
-				return nil, fmt.Errorf("pebblekv: iterate log: %w", err)
+				return nil, false, fmt.Errorf("pebblekv: iterate log: %w", err)
 			}
-			return nil, fmt.Errorf("pebblekv: an index names event %d, which is not in the log", seq)
+			return nil, false, fmt.Errorf("pebblekv: an index names event %d, which is not in the log", seq)
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("pebblekv: iterate log: %w", err)
+			return nil, false, fmt.Errorf("pebblekv: iterate log: %w", err)
 		}
 		ev, err := decodeEvent(seq, v)
 		if err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		if !page.Add(ev.Wire().WireSize()) {
+			return out, true, nil
 		}
 		out = append(out, ev)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func decodeEvent(seq uint64, raw []byte) (Event, error) {

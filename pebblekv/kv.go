@@ -21,9 +21,11 @@ func (r *Reader) KVGet(ns, key string) (value []byte, version string, found bool
 }
 
 // KVList lists ns's keys that start with prefix and sort after after, in key
-// order, at most limit of them (limit <= 0 or over protocol.KVMaxList means
-// KVMaxList). more says another page follows the last item. The items are
-// the caller's.
+// order: at most limit of them (limit <= 0 or over protocol.KVMaxList means
+// KVMaxList), and, past the first, at most protocol.MaxPageBytes of them as
+// kv.list encodes them (protocol.PageBudget), so the answer stays a line
+// any peer reads. more says another page follows the last item. The items
+// are the caller's.
 //
 // Keys sort strictly after after, as in the in-memory host: the empty key,
 // which sorts before every other, is read with KVGet but never listed, so a
@@ -32,9 +34,7 @@ func (r *Reader) KVList(ns, prefix, after string, limit int) (items []protocol.K
 	if err := checkNamespace(ns); err != nil {
 		return nil, false, err
 	}
-	if limit <= 0 || limit > protocol.KVMaxList {
-		limit = protocol.KVMaxList
-	}
+	page := protocol.NewPageBudget(limit, protocol.KVMaxList)
 	lower := kvKey(ns, prefix)
 	if after >= prefix {
 		// The smallest key sorting after after.
@@ -47,11 +47,12 @@ func (r *Reader) KVList(ns, prefix, after string, limit int) (items []protocol.K
 	nsLen := len(kvPrefix(ns))
 	items = []protocol.KVItem{}
 	err = r.scan(lower, upper, func(k, v []byte) (bool, error) {
-		if len(items) == limit {
+		key := string(k[nsLen:])
+		if !page.Add(protocol.KVItemSize(key, len(v))) {
 			more = true
 			return false, nil
 		}
-		items = append(items, protocol.KVItem{Key: string(k[nsLen:]), Value: clone(v), Version: protocol.KVVersion(v)})
+		items = append(items, protocol.KVItem{Key: key, Value: clone(v), Version: protocol.KVVersion(v)})
 		return true, nil
 	})
 	if err != nil {

@@ -65,9 +65,17 @@ func (r KVRules) CheckNamespace(ns string) error {
 	return nil
 }
 
-// CheckEmission applies the rules of one Event the extension writes, as a
-// kv.commit emission or through event.accept.
+// CheckEmission applies the rules of one Event the extension writes
+// through event.accept: its bounds (an Event too large for an answer of its
+// own is ErrTooLarge), then the rules of a kv.commit emission.
 func (r KVRules) CheckEmission(e Emission) error {
+	if err := checkEmissionBounds(-1, e); err != nil {
+		return err
+	}
+	return r.emissionRules(e)
+}
+
+func (r KVRules) emissionRules(e Emission) error {
 	if r.emission == nil {
 		return r.checkSource(e)
 	}
@@ -75,14 +83,17 @@ func (r KVRules) CheckEmission(e Emission) error {
 }
 
 // Check applies every rule that needs no read, in the order a host answers
-// them: the extension's name, then each emission (CheckEmission), then the
-// namespace of every check, put and delete.
+// them: the extension's name, then the batch's bounds (CheckBounds), then
+// each emission's rules, then the namespace of every check, put and delete.
 func (r KVRules) Check(p KVCommitParams) error {
 	if !IsIdentifier(r.extension) {
 		return Errorf(ErrInvalid, "extension name %q is not an identifier", r.extension)
 	}
+	if err := CheckBounds(p); err != nil {
+		return err
+	}
 	for _, e := range p.Emissions {
-		if err := r.CheckEmission(e); err != nil {
+		if err := r.emissionRules(e); err != nil {
 			return err
 		}
 	}

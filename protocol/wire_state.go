@@ -41,11 +41,14 @@ type StateEventsParams struct {
 	Scope string `json:"scope_id,omitempty"`
 }
 
-// StateEventsResult is one page; it comes back short only at the end of the
-// log. Next is the cursor for the next page (the last Event's sequence).
+// StateEventsResult is one page: at most the asked count of Events and,
+// past the first, at most MaxPageBytes of them. Next is the cursor for the
+// next page (the last Event's sequence); More says another Event follows it
+// now, so a reader asks again at once rather than later.
 type StateEventsResult struct {
 	Events []Event `json:"events"`
 	Next   uint64  `json:"next,omitzero"`
+	More   bool    `json:"more,omitzero"`
 }
 
 // StateWorkEventsParams pages one Work's Events.

@@ -83,7 +83,8 @@ func (h *Host) Get(ctx context.Context, namespace, key string) (Value, error) {
 }
 
 // List reads every key of a namespace under prefix, in key order, paging
-// through kv.list.
+// through kv.list: the host ends a page at its count or its bytes, and says
+// more follows, so a page short of the count is not the end.
 func (h *Host) List(ctx context.Context, namespace, prefix string) ([]protocol.KVItem, error) {
 	var out []protocol.KVItem
 	after := ""
@@ -148,8 +149,13 @@ func (b *Batch) Empty() bool {
 }
 
 // Commit applies the batch. A failed check is protocol.ErrConflict and
-// applies nothing; re-read and retry.
+// applies nothing; re-read and retry. A batch holding anything over its
+// bound (protocol.CheckBounds: a value, a payload, a name) is
+// protocol.ErrTooLarge before it is sent, as the host would refuse it.
 func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, error) {
+	if err := protocol.CheckBounds(b.p); err != nil {
+		return protocol.KVCommitResult{}, err
+	}
 	return jsonrpc.Invoke(ctx, h.conn(), protocol.KVCommit, b.p)
 }
 

@@ -3,8 +3,10 @@
 // answers: kv.get, kv.list and kv.commit (versions, preconditions and
 // conflicts, foreign namespaces, all or nothing), kv.commit emissions
 // (accepted and new, repeats, foreign sources, undeclared families, wrong
-// schemas, unconfigured scopes), and the answers to callbacks a host does
-// not serve (unsupported, method_not_found, undeclared).
+// schemas, unconfigured scopes), the size bounds (kv.list paged by bytes, a
+// value, key or payload over its bound refused too_large), and the answers
+// to callbacks a host does not serve (unsupported, method_not_found,
+// undeclared).
 //
 // Every check starts a fresh host through the Host interface and talks to it
 // as the extension would: over a real JSON-RPC connection on OS pipes,
@@ -93,7 +95,7 @@ type check struct {
 }
 
 // checks is the suite, in the order it runs.
-var checks = slices.Concat(kvChecks, emissionChecks, callbackChecks)
+var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks)
 
 // Run runs every check against h, each as a subtest on a fresh host.
 func Run(t *testing.T, h Host) {

@@ -24,12 +24,18 @@ func memHost(_ testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Serv
 // withCommit is the in-memory host with its kv.commit handler replaced by
 // wrap's.
 func withCommit(wrap func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc) hostsuite.Host {
+	return withHandler(protocol.MethodKVCommit, wrap)
+}
+
+// withHandler is the in-memory host with one method's handler replaced by
+// wrap's.
+func withHandler(method string, wrap func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc) hostsuite.Host {
 	return hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
 		s := memHost(tb, m, scopes)
 		t := jsonrpc.NewTable()
 		for _, name := range s.Table.Methods() {
 			fn, _ := s.Table.Lookup(name)
-			if name == protocol.MethodKVCommit {
+			if name == method {
 				fn = wrap(fn)
 			}
 			t.HandleRaw(name, fn)
@@ -44,8 +50,10 @@ func decodeBatch(raw jsontext.Value) protocol.KVCommitParams {
 	return p
 }
 
-func encode(p protocol.KVCommitParams) jsontext.Value {
-	b, _ := json.Marshal(p)
+func encode(p protocol.KVCommitParams) jsontext.Value { return encodeAny(p) }
+
+func encodeAny(v any) jsontext.Value {
+	b, _ := json.Marshal(v)
 	return b
 }
 
@@ -76,6 +84,46 @@ var namespaceBlindHost = withCommit(func(base jsonrpc.HandlerFunc) jsonrpc.Handl
 		p.Checks = slices.DeleteFunc(p.Checks, func(c protocol.KVCheck) bool { return !own(c.Namespace) })
 		p.Puts = slices.DeleteFunc(p.Puts, func(w protocol.KVPut) bool { return !own(w.Namespace) })
 		p.Deletes = slices.DeleteFunc(p.Deletes, func(d protocol.KVDelete) bool { return !own(d.Namespace) })
+		return base(ctx, encode(p))
+	}
+})
+
+// countOnlyListHost pages kv.list by count alone: it joins the pages the
+// faithful host answers until the count is reached.
+var countOnlyListHost = withHandler(protocol.MethodKVList, func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+	return func(ctx context.Context, raw jsontext.Value) (any, error) {
+		var p protocol.KVListParams
+		_ = json.Unmarshal(raw, &p)
+		var all protocol.KVListResult
+		for {
+			out, err := base(ctx, encodeAny(p))
+			if err != nil {
+				return nil, err
+			}
+			page := out.(protocol.KVListResult)
+			all.Items, all.More = append(all.Items, page.Items...), page.More
+			if !page.More || len(all.Items) >= protocol.KVMaxList {
+				return all, nil
+			}
+			p.After = page.Items[len(page.Items)-1].Key
+		}
+	}
+})
+
+// unboundedWritesHost refuses nothing for its size: it cuts what is over a
+// bound down to it and applies the batch.
+var unboundedWritesHost = withCommit(func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+	return func(ctx context.Context, raw jsontext.Value) (any, error) {
+		p := decodeBatch(raw)
+		for i, w := range p.Puts {
+			p.Puts[i].Key = w.Key[:min(len(w.Key), protocol.MaxKeyBytes)]
+			p.Puts[i].Value = w.Value[:min(len(w.Value), protocol.MaxValueBytes)]
+		}
+		for i, e := range p.Emissions {
+			if protocol.PayloadSize(e.Payload) > protocol.MaxPayloadBytes {
+				p.Emissions[i].Payload.Data = jsontext.Value(`"cut"`)
+			}
+		}
 		return base(ctx, encode(p))
 	}
 })
@@ -114,6 +162,8 @@ func TestWeakenedHostsFailTheSuite(t *testing.T) {
 		{"the namespace check skipped", namespaceBlindHost, []string{"KVCommitForeignNamespaceAppliesNothing"}},
 		{"an unconfigured scope accepted", everyScopeHost, []string{"EmissionRefusedAppliesNothing"}},
 		{"unsupported answered undeclared or method_not_found", enabledOnlyGateHost, []string{"CallbackAnswersBeforeAnyHandler"}},
+		{"kv.list paged by count alone", countOnlyListHost, []string{"KVListPagesByBytes"}},
+		{"writes over their bounds cut and applied", unboundedWritesHost, []string{"KVCommitOverItsBoundsIsTooLargeAndAppliesNothing"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,10 +17,6 @@ import (
 // callTimeout bounds an operator's call of an operation.
 const callTimeout = time.Minute
 
-// maxPageBytes bounds one page of Events the API answers, beside its count,
-// so an answer stays well inside the bounds the daemon enforces on others.
-const maxPageBytes = 4 << 20
-
 // Status is the daemon's own state.
 func (d *Daemon) Status() client.Status {
 	st := client.Status{
@@ -94,9 +90,11 @@ func (d *Daemon) Call(ctx context.Context, name string, req client.CallRequest) 
 	return client.CallResult{Output: res.Output}, nil
 }
 
-// Events reads one page of the log after a cursor, at most q.Limit Events
-// and about maxPageBytes of them. With q.Wait, an empty page waits for the
-// log to grow (a long poll).
+// Events reads one page of the log after a cursor: at most q.Limit Events
+// and, past the first, at most protocol.MaxPageBytes of them, the paging
+// rule of every answer (protocol.PageBudget). A reader reads on while a
+// page's next is below latest. With q.Wait, an empty page waits for the log
+// to grow (a long poll).
 func (d *Daemon) Events(ctx context.Context, q client.EventsQuery) (client.Events, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > protocol.StateEventsMax {
@@ -134,21 +132,15 @@ func (d *Daemon) eventsPage(q client.EventsQuery, limit int) (client.Events, err
 			err error
 		)
 		if q.Scope != "" {
-			es, err = r.ScopeEvents([]string{q.Scope}, q.After, limit)
+			es, _, err = r.ScopeEventsPage([]string{q.Scope}, q.After, limit)
 		} else {
-			es, err = r.Events(q.After, limit)
+			es, _, err = r.EventsPage(q.After, limit)
 		}
 		if err != nil {
 			return err
 		}
-		size := 0
 		for _, e := range es {
-			w := e.Wire()
-			size += len(w.Payload.Data) + 512
-			if len(res.Events) > 0 && size > maxPageBytes {
-				break
-			}
-			res.Events = append(res.Events, w)
+			res.Events = append(res.Events, e.Wire())
 			res.Next = e.Seq
 		}
 		res.Latest, err = r.LatestSequence()

@@ -52,56 +52,61 @@ func (s *Service) stateEvents(_ context.Context, p protocol.StateEventsParams) (
 		}
 		scopes = []string{p.Scope}
 	}
-	return s.page(p.Limit, func(r *pebblekv.Reader, limit int) ([]pebblekv.Event, error) {
+	return s.page(func(r *pebblekv.Reader) ([]pebblekv.Event, bool, error) {
 		if len(scopes) == 0 {
-			return nil, nil
+			return nil, false, nil
 		}
-		return r.ScopeEvents(scopes, p.After, limit)
+		return r.ScopeEventsPage(scopes, p.After, p.Limit)
 	})
 }
 
 // stateWorkEvents reads one Work's Events from the Work index, filtered by
 // the extension's scopes; a Work outside them reads as an empty page. It
-// reads on past Events of other scopes, so a page comes back short only at
-// the end of the Work's Events.
+// reads on past Events of other scopes, so a page comes back short only when
+// its bytes are spent (and then says more) or at the end of the Work's
+// Events.
 func (s *Service) stateWorkEvents(_ context.Context, p protocol.StateWorkEventsParams) (protocol.StateEventsResult, error) {
 	scopes := s.scopes()
-	return s.page(p.Limit, func(r *pebblekv.Reader, limit int) ([]pebblekv.Event, error) {
+	return s.page(func(r *pebblekv.Reader) ([]pebblekv.Event, bool, error) {
+		page := protocol.NewPageBudget(p.Limit, protocol.StateEventsMax)
 		var out []pebblekv.Event
 		after := p.After
-		for len(out) < limit {
-			es, err := r.WorkEvents(p.ID, after, limit)
-			if err != nil || len(es) == 0 {
-				return out, err
+		for {
+			es, more, err := r.WorkEventsPage(p.ID, after, page.Limit())
+			if err != nil {
+				return nil, false, err
+			}
+			for _, e := range es {
+				if !slices.Contains(scopes, e.Scope) {
+					continue
+				}
+				if !page.Add(e.Wire().WireSize()) {
+					return out, true, nil
+				}
+				out = append(out, e)
+			}
+			if !more || len(es) == 0 {
+				return out, false, nil
 			}
 			after = es[len(es)-1].Seq
-			for _, e := range es {
-				if slices.Contains(scopes, e.Scope) && len(out) < limit {
-					out = append(out, e)
-				}
-			}
-			if len(es) < limit {
-				return out, nil
-			}
 		}
-		return out, nil
 	})
 }
 
-func (s *Service) page(limit int, read func(r *pebblekv.Reader, limit int) ([]pebblekv.Event, error)) (protocol.StateEventsResult, error) {
-	if limit <= 0 || limit > protocol.StateEventsMax {
-		limit = protocol.StateEventsMax
-	}
-	var es []pebblekv.Event
+func (s *Service) page(read func(r *pebblekv.Reader) ([]pebblekv.Event, bool, error)) (protocol.StateEventsResult, error) {
+	var (
+		es   []pebblekv.Event
+		more bool
+	)
 	err := s.deps.DB.View(func(r *pebblekv.Reader) error {
 		var err error
-		es, err = read(r, limit)
+		es, more, err = read(r)
 		return err
 	})
 	if err != nil {
 		return protocol.StateEventsResult{}, err
 	}
-	res := protocol.StateEventsResult{Events: wireEvents(es)}
+	res := protocol.StateEventsResult{Events: wireEvents(es), More: more}
 	if len(es) > 0 {
 		res.Next = es[len(es)-1].Seq
 	}
@@ -130,7 +135,8 @@ func (s *Service) eventAccept(_ context.Context, p protocol.EventAcceptParams) (
 	if p.DeliveryID == "" {
 		return protocol.EventAcceptResult{}, s.refuse(protocol.Errorf(protocol.ErrInvalid, "event.accept: delivery_id is required"))
 	}
-	if err := s.checkEmission(protocol.Emission{Scope: p.Scope, Source: p.Source, Type: p.Type, Payload: p.Payload}); err != nil {
+	e := protocol.Emission{Scope: p.Scope, Source: p.Source, DeliveryID: p.DeliveryID, Type: p.Type, Parent: p.Parent, Payload: p.Payload}
+	if err := s.checkEmission(e); err != nil {
 		return protocol.EventAcceptResult{}, err
 	}
 	var res protocol.EventAcceptResult

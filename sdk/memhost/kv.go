@@ -24,15 +24,13 @@ func (h *Host) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGetRes
 }
 
 // list pages keys strictly after After, as the daemon's store does: the
-// empty key is read with kv.get but never listed.
+// empty key is read with kv.get but never listed, and a page stops at its
+// count or its bytes (protocol.PageBudget), whichever comes first.
 func (h *Host) list(_ context.Context, p protocol.KVListParams) (protocol.KVListResult, error) {
 	if err := h.rules.CheckNamespace(p.Namespace); err != nil {
 		return protocol.KVListResult{}, err
 	}
-	limit := p.Limit
-	if limit <= 0 || limit > protocol.KVMaxList {
-		limit = protocol.KVMaxList
-	}
+	page := protocol.NewPageBudget(p.Limit, protocol.KVMaxList)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	keys := make([]string, 0, len(h.kv[p.Namespace]))
@@ -43,12 +41,12 @@ func (h *Host) list(_ context.Context, p protocol.KVListParams) (protocol.KVList
 	}
 	sort.Strings(keys)
 	res := protocol.KVListResult{Items: []protocol.KVItem{}}
-	for i, k := range keys {
-		if i == limit {
+	for _, k := range keys {
+		v := h.kv[p.Namespace][k]
+		if !page.Add(protocol.KVItemSize(k, len(v))) {
 			res.More = true
 			break
 		}
-		v := h.kv[p.Namespace][k]
 		res.Items = append(res.Items, protocol.KVItem{Key: k, Value: bytes.Clone(v), Version: protocol.KVVersion(v)})
 	}
 	return res, nil

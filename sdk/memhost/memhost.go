@@ -18,11 +18,12 @@ import (
 
 // Host is an in-memory host service for one extension: KV with the
 // daemon's rules (versions, preconditions, the extension's own namespaces
-// only, all-or-nothing batches), kv.commit emissions into a small event log
-// (its own families and sources, current schemas, configured scopes, dedupe
-// by source and delivery ID), artifacts written in acknowledged chunks, and
-// deliveries from the extension's receivers. It does not enforce causal
-// limits. It is safe for concurrent use.
+// only, all-or-nothing batches, the size bounds, kv.list paged by count and
+// bytes), kv.commit emissions into a small event log (its own families and
+// sources, current schemas, configured scopes, dedupe by source and
+// delivery ID), artifacts written in acknowledged chunks, and deliveries
+// from the extension's receivers. It does not enforce causal limits. It is
+// safe for concurrent use.
 type Host struct {
 	name   string
 	m      *protocol.Manifest
