@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,14 +224,7 @@ func TestSecondAnswerToACallIsIgnoredAndLogged(t *testing.T) {
 // the stalled reader finds when it reads again is whole lines and at most a
 // cut-off last one, never a torn line followed by more.
 func TestStalledReaderFailsTheConnectionAtTheWriteDeadline(t *testing.T) {
-	peerR, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, w, peerR, peerW := pipePair(t)
 	defer peerW.Close()
 	defer peerR.Close()
 	c := New(r, w, Options{WriteTimeout: 300 * time.Millisecond})
@@ -289,4 +281,38 @@ func TestStalledReaderFailsTheConnectionAtTheWriteDeadline(t *testing.T) {
 		}
 	}
 	t.Logf("the stalled reader found %d whole lines and %d bytes of a cut-off one", len(lines)-1, len(lines[len(lines)-1]))
+}
+
+// TestProtocolErrorEndsTheConnectionAtOnce breaks the protocol while a
+// handler is still running and a call still waits: the connection ends at
+// once, the call fails naming the line, and the handler's context is
+// cancelled, rather than everything waiting for the handler to finish.
+func TestProtocolErrorEndsTheConnectionAtOnce(t *testing.T) {
+	entered := make(chan struct{})
+	tbl := NewTable()
+	Handle(tbl, "hang", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		close(entered)
+		<-ctx.Done()
+		return struct{}{}, nil
+	})
+	peer := rawPeer(t, Options{Handlers: tbl})
+	peer.send(`{"jsonrpc":"2.0","id":1,"method":"hang"}`)
+	<-entered
+	errc := make(chan error, 1)
+	go func() { errc <- peer.conn.Call(context.Background(), "echo", nil, nil) }()
+	peer.recv() // the call reached the peer
+	peer.send("a stray print")
+	select {
+	case err := <-errc:
+		if !errors.Is(err, protocol.ErrTransport) || !strings.Contains(err.Error(), "a stray print") {
+			t.Fatalf("the waiting call: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting call was not failed")
+	}
+	select {
+	case <-peer.conn.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection waited for its running handler instead of ending")
+	}
 }

@@ -326,6 +326,7 @@ func (c *Conn) answerError(method string, err error) error {
 func (c *Conn) watch() {
 	select {
 	case <-c.guard.eof:
+	case <-c.wire.stopped:
 	case <-c.inner.Done():
 	}
 	reason := c.closeReason()
@@ -365,6 +366,9 @@ func (c *Conn) closeReason() string {
 		return describe(writeErr)
 	case readErr != nil:
 		return describe(readErr)
+	}
+	if err := c.wire.stopReason(); err != nil {
+		return describe(err)
 	}
 	select {
 	case <-c.inner.Done():

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	json "github.com/go-json-experiment/json"
@@ -57,10 +58,17 @@ type wire struct {
 	current []byte
 
 	refused atomic.Int64
+
+	// stopped is closed when reading ends on an error the wire saw (the
+	// stream ended, a line broke the protocol), with the error in stopErr:
+	// the connection ends then, without waiting for handlers to finish.
+	stopOnce sync.Once
+	stopErr  error
+	stopped  chan struct{}
 }
 
 func newWire(c *Conn, s jsonrpc2.Stream) *wire {
-	return &wire{Stream: s, frames: s.(frameIO), c: c}
+	return &wire{Stream: s, frames: s.(frameIO), c: c, stopped: make(chan struct{})}
 }
 
 // ReadFrame implements the library's frame reader: it returns the next
@@ -69,7 +77,7 @@ func (w *wire) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 	for {
 		frame, n, err := w.frames.ReadFrame(ctx)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, w.stop(err)
 		}
 		w.current = frame
 		if bytes.HasPrefix(frame, requestPrefix) {
@@ -77,11 +85,30 @@ func (w *wire) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 		}
 		pass, err := w.screen(ctx, frame)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, w.stop(err)
 		}
 		if pass {
 			return frame, n, nil
 		}
+	}
+}
+
+// stop records why reading ended and signals it.
+func (w *wire) stop(err error) error {
+	w.stopOnce.Do(func() {
+		w.stopErr = err
+		close(w.stopped)
+	})
+	return err
+}
+
+// stopReason is why reading ended, or nil while it goes on.
+func (w *wire) stopReason() error {
+	select {
+	case <-w.stopped:
+		return w.stopErr
+	default:
+		return nil
 	}
 }
 
