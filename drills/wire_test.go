@@ -200,11 +200,12 @@ func TestDrillWireBadPeerMessagesGetTheirDocumentedTreatment(t *testing.T) {
 }
 
 // TestDrillWireStalledReaderFailsAtTheWriteDeadline has badpeer stop
-// reading, then queues several 1 MiB calls to it. The first write that
-// blocks for the 30 s write deadline ends the connection: every queued call
-// fails with that one blocked write (none waits out a deadline of its own,
-// which is how the connection used to take a minute and more to fail), and
-// badpeer is restarted with the blocked write as its crash's cause.
+// reading, then queues several calls of 256 KiB (more than a pipe holds) to
+// it. The first write that blocks for the 30 s write deadline ends the
+// connection: every queued call fails with that one blocked write (none
+// waits out a deadline of its own, which is how the connection used to take
+// a minute and more to fail), and badpeer is restarted with the blocked
+// write as its crash's cause.
 func TestDrillWireStalledReaderFailsAtTheWriteDeadline(t *testing.T) {
 	t.Parallel()
 	e := wireDaemon(t, badpeer.ModeRaw)
@@ -213,7 +214,7 @@ func TestDrillWireStalledReaderFailsAtTheWriteDeadline(t *testing.T) {
 		t.Fatalf("stop reading: %v %+v", err, res)
 	}
 	calls := scale(3, 8)
-	pad := strings.Repeat("p", 1<<20)
+	pad := strings.Repeat("p", 256<<10)
 	start := time.Now()
 	results := make(chan client.CallResult, calls)
 	for i := 0; i < calls; i++ {
@@ -249,7 +250,7 @@ func TestDrillWireStalledReaderFailsAtTheWriteDeadline(t *testing.T) {
 	if x := e.Extension(badpeer.Name); !strings.Contains(x.LastError, "blocked for 30s") {
 		t.Fatalf("the crash report does not name the blocked write: %s", x.LastError)
 	}
-	report(t, "%d calls of 1 MiB to a reader that stopped: all failed by the one blocked write %s after they were sent (write deadline 30 s); badpeer running again after %s",
+	report(t, "%d calls of 256 KiB to a reader that stopped: all failed by the one blocked write %s after they were sent (write deadline 30 s); badpeer running again after %s",
 		calls, failed.Round(100*time.Millisecond), restarted.Round(100*time.Millisecond))
 }
 
