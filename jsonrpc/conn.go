@@ -32,10 +32,14 @@ type Options struct {
 	Gate func(ctx context.Context, method string) error
 	// MaxInflight bounds the calls served at once (default protocol.MaxInflight).
 	MaxInflight int
-	// MaxMessageBytes bounds one incoming line (default protocol.MaxMessageBytes).
+	// MaxMessageBytes bounds one line, both ways (default
+	// protocol.MaxMessageBytes): a longer incoming line ends the connection,
+	// and a longer outgoing message is refused too_large before it is
+	// written.
 	MaxMessageBytes int
-	// WriteTimeout bounds one blocked write when the writer supports
-	// deadlines (default 30 s; negative disables it).
+	// WriteTimeout bounds the write of one frame when the writer supports
+	// deadlines (default 30 s; negative disables it). A frame not taken
+	// whole by then ends the connection.
 	WriteTimeout time.Duration
 	// CallTimeout bounds every outgoing call whose context has no deadline
 	// (default none).
@@ -58,7 +62,9 @@ const (
 type Conn struct {
 	opts  Options
 	guard *guard
+	wire  *wire
 	inner jsonrpc2.Conn
+	out   outgoing
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -128,8 +134,8 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 		}
 		return c.dispatch(ctx, req)
 	}
-	c.inner = jsonrpc2.NewConn(jsonrpc2.NewNDJSONStream(c.guard),
-		jsonrpc2.WithPreempter(preempter{c: c}))
+	c.wire = newWire(c, jsonrpc2.NewNDJSONStream(c.guard))
+	c.inner = jsonrpc2.NewConn(c.wire, jsonrpc2.WithPreempter(preempter{c: c}))
 	c.inner.Go(c.ctx, handler)
 	go c.watch()
 	return c
@@ -141,15 +147,21 @@ func overloaded(limit int) error {
 	return w
 }
 
-// preempter runs on the reader, before dispatch: it handles $/cancel ahead
-// of anything queued, applies the in-flight bound without blocking, and
-// registers each admitted call so a cancel can find it.
+// preempter runs on the reader, before dispatch: it refuses a request whose
+// id is null (the library would take it for a notification and run it with
+// no answer), handles $/cancel ahead of anything queued, applies the
+// in-flight bound without blocking, and registers each admitted call so a
+// cancel can find it.
 type preempter struct {
 	c *Conn
 }
 
-func (p preempter) Preempt(_ context.Context, req *jsonrpc2.Request) (any, error) {
+func (p preempter) Preempt(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	if !req.IsCall() {
+		if p.c.wire.nullID() {
+			p.c.wire.refuse(ctx, fmt.Sprintf("%.100s: a request's id must be a number or a string, never null, so its answer can name it; the request was not run", req.Method()))
+			return struct{}{}, nil
+		}
 		if req.Method() == protocol.MethodCancel {
 			if id, ok := cancelID(req.Params()); ok {
 				p.c.calls.cancel(id)
@@ -309,60 +321,19 @@ func (c *Conn) answerError(method string, err error) error {
 	return w
 }
 
-// Call sends a request and waits for its answer, decoding the result into
-// result (which may be nil). An answer's error is a *protocol.Error with the
-// peer's code; a broken connection is protocol.ErrTransport; when ctx ends
-// first, Call sends $/cancel and returns ctx's error at once.
-func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	if c.opts.CallTimeout > 0 {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.opts.CallTimeout)
-			defer cancel()
-		}
-	}
-	releaseReader(ctx)
-	id, err := c.inner.Call(ctx, method, params, result)
-	if err == nil {
-		return nil
-	}
-	var we *jsonrpc2.Error
-	if !errors.As(err, &we) && ctx.Err() != nil && id.IsValid() {
-		c.sendCancel(ctx, id)
-	}
-	return c.mapCallError(ctx, method, err)
-}
-
-// sendCancel tells the peer to stop serving id. It never holds the caller:
-// the notification is written on its own goroutine.
-func (c *Conn) sendCancel(ctx context.Context, id jsonrpc2.ID) {
-	n, ok := id.Number()
-	if !ok {
-		return
-	}
-	params := jsonrpc2.RawMessage(`{"id":` + strconv.FormatInt(n, 10) + `}`)
-	go func() { _ = c.inner.Notify(context.WithoutCancel(ctx), protocol.MethodCancel, params) }()
-}
-
-// Notify sends a notification.
-func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	releaseReader(ctx)
-	if err := c.inner.Notify(ctx, method, params); err != nil {
-		return c.mapCallError(ctx, method, err)
-	}
-	return nil
-}
-
 // watch notices the end of the connection, from either side of the stream,
 // records why and cancels the handlers still running.
 func (c *Conn) watch() {
 	select {
 	case <-c.guard.eof:
+	case <-c.wire.stopped:
 	case <-c.inner.Done():
 	}
 	reason := c.closeReason()
 	c.reason.Store(&reason)
 	c.cancel()
+	ended := errors.New(reason)
+	c.out.end(func(method string) error { return c.transportError(method, ended) }, ended)
 	if !c.closing.Load() {
 		readErr, _ := c.guard.state()
 		if errors.Is(readErr, io.EOF) {
@@ -380,17 +351,24 @@ func (c *Conn) watch() {
 	go func() { _ = c.Close() }()
 }
 
-// closeReason says why reading stopped.
+// closeReason says why the connection ended, or "" while it is open.
 func (c *Conn) closeReason() string {
 	if p := c.reason.Load(); p != nil {
 		return *p
 	}
-	readErr, bad := c.guard.state()
-	if c.closing.Load() && !errors.Is(readErr, ErrMessageTooLarge) {
+	readErr, writeErr := c.guard.state()
+	switch {
+	case errors.Is(writeErr, errWriteBlocked), errors.Is(writeErr, ErrMessageTooLarge):
+		return describe(writeErr)
+	case c.closing.Load() && !errors.Is(readErr, ErrMessageTooLarge):
 		return "the connection was closed by this side"
-	}
-	if readErr != nil {
+	case writeErr != nil:
+		return describe(writeErr)
+	case readErr != nil:
 		return describe(readErr)
+	}
+	if err := c.wire.stopReason(); err != nil {
+		return describe(err)
 	}
 	select {
 	case <-c.inner.Done():
@@ -398,11 +376,11 @@ func (c *Conn) closeReason() string {
 		return ""
 	}
 	err := c.inner.Err()
-	if errors.Is(err, jsonrpc2.ErrParse) || errors.Is(err, jsonrpc2.ErrInvalidRequest) {
-		if bad != nil {
-			return fmt.Sprintf("the peer sent a line that is not a JSON-RPC message: %q", bad)
-		}
-		return "the peer sent a line that is not a JSON-RPC message"
+	var bad *badLine
+	if !errors.As(err, &bad) && (errors.Is(err, jsonrpc2.ErrParse) || errors.Is(err, jsonrpc2.ErrInvalidRequest)) {
+		// The library refused a line that began as a request; the reader
+		// has stopped, so the line it last read is still there to quote.
+		err = &badLine{err: err, start: lineStart(c.wire.current)}
 	}
 	return describe(err)
 }

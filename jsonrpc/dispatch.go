@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	json "github.com/go-json-experiment/json"
@@ -37,6 +38,15 @@ const defaultGrace = 50 * time.Microsecond
 // rewrites, so its params are used as they are (an artifact chunk is not
 // copied again).
 const smallFrame = 4096
+
+// graceTimers are the readers' grace-period timers, reused: a stopped timer
+// delivers nothing stale after Stop or Reset, so one can serve call after
+// call without a new one per call.
+var graceTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // workerIdle is how long a worker waits for another call before it exits.
 const workerIdle = 30 * time.Second
@@ -94,15 +104,18 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	default:
 		go c.worker(j)
 	}
-	timer := time.NewTimer(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
+	timer := graceTimers.Get().(*time.Timer)
+	timer.Reset(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
 	select {
 	case r := <-j.done:
 		timer.Stop()
+		graceTimers.Put(timer)
 		return r.result, r.err
 	case <-j.release:
 	case <-timer.C:
 	}
 	timer.Stop()
+	graceTimers.Put(timer)
 	jsonrpc2.Async(readerCtx)
 	r := <-j.done
 	return r.result, r.err
@@ -116,9 +129,7 @@ func (c *Conn) worker(j *job) {
 	for {
 		result, err := c.serve(c.ctx, j.method, j.id, true, j.params, j)
 		if err == nil && result != nil {
-			if raw, merr := json.Marshal(result); merr == nil {
-				result = jsonrpc2.RawMessage(raw)
-			}
+			result, err = c.encodeAnswer(j, result)
 		}
 		j.done <- jobResult{result, err}
 		idle.Reset(workerIdle)
@@ -130,4 +141,21 @@ func (c *Conn) worker(j *job) {
 			return
 		}
 	}
+}
+
+// encodeAnswer marshals a call's result once, here, and refuses an answer
+// whose line would pass the message bound: the caller gets too_large for
+// its id instead, and the connection stays up.
+func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		c.opts.Logger.Error("answer cannot be encoded", "method", j.method, "err", err)
+		return nil, internalError
+	}
+	if err := c.fits(j.method, "answer", answerLen(j.id, raw), raw); err != nil {
+		c.opts.Logger.Warn("answer over the message bound refused", "peer", c.opts.Peer, "method", j.method, "bytes", len(raw))
+		w, _ := toWire(err)
+		return nil, w
+	}
+	return jsonrpc2.RawMessage(raw), nil
 }

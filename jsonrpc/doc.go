@@ -15,8 +15,19 @@
 //     once; a receiver cancels the handler's context and answers -32800;
 //   - at most 64 calls served at once; the next is answered overloaded at once
 //     without pausing the reader;
-//   - a 16 MiB bound on a line, a deadline on every blocked write, and frames
-//     that are always one line (U+2028/U+2029 escaped);
+//   - a 16 MiB bound on a line both ways: a longer incoming line ends the
+//     connection, and nothing longer is ever written (a request too big to
+//     send fails its caller with too_large, an answer too big to send is
+//     replaced by a too_large error to its id; the connection stays up);
+//   - frames that are always one line (U+2028/U+2029 escaped), each written
+//     whole or not at all: a line not taken within the write deadline closes
+//     the connection at once, so nothing follows a cut-off line and nothing
+//     queued behind it waits a deadline of its own;
+//   - every incoming line screened by rule before the library sees it (wire.go):
+//     answers go to this side's own calls, so a malformed answer fails its
+//     call alone, saying what was wrong, and an answer nobody waits for is
+//     logged and dropped; a batch or a request whose id is null is refused
+//     with a null-id error and never runs;
 //   - authored errors cross as -32000 with data.code; anything else as
 //     internal, with the detail kept in this side's log; a panicking handler
 //     answers internal and the connection lives on;

@@ -7,11 +7,15 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // ErrMessageTooLarge is the protocol error of a line longer than the bound.
 var ErrMessageTooLarge = errors.New("message larger than the size bound")
+
+// errWriteBlocked is the failure of a write the peer did not take in time.
+var errWriteBlocked = errors.New("the peer is not reading its input")
 
 // readBufferSize is how much one read syscall may take from the pipe. The
 // library's line reader asks for 4 KiB at a time; serving those from a larger
@@ -25,13 +29,20 @@ type deadliner interface {
 }
 
 // guard sits under the library's NDJSON framer, on the bytes. Reading, it
-// enforces the message bound (the framer has none) and remembers the start of
-// a line that is not JSON, so a protocol error can say what it saw. Writing,
-// it keeps every frame one line: a raw newline inside a frame can only be
-// JSON whitespace, so it becomes a space, and U+2028/U+2029 (legal raw only
-// inside JSON strings) become their escapes, so line readers in other
-// languages never split a message. Each write gets a deadline, so a peer that
-// stops reading fails the connection instead of hanging it.
+// enforces the message bound (the framer has none). Writing, it keeps every
+// frame one line: a raw newline inside a frame can only be JSON whitespace,
+// so it becomes a space, and U+2028/U+2029 (legal raw only inside JSON
+// strings) become their escapes, so line readers in other languages never
+// split a message.
+//
+// A frame is written whole or the connection ends. Each write gets a
+// deadline; a write that fails (the deadline passed, the pipe broke) closes
+// both streams at once and every later write fails without writing, so
+// nothing ever follows a partial frame: the peer reads it as a cut-off last
+// line, never as a message, and a peer that stops reading fails the
+// connection at the deadline instead of hanging it. A frame over the bound is
+// never written either (the connection checks sizes before it frames; this
+// is the backstop under it).
 type guard struct {
 	r      io.Reader
 	w      io.Writer
@@ -43,18 +54,18 @@ type guard struct {
 	writeTimeout time.Duration
 
 	// Read side: touched only by the one reading goroutine.
-	buf       []byte
-	start     int
-	end       int
-	sinceNL   int
-	atLineEnd bool
+	buf     []byte
+	start   int
+	end     int
+	sinceNL int
 
-	mu      sync.Mutex
-	readErr error  // the first read error, kept for the close reason
-	badLine []byte // the start of the last line that did not open with { or [
+	mu       sync.Mutex
+	readErr  error // the first read error, kept for the close reason
+	writeErr error // the first failed write; the streams are closed after it
 
 	// Write side: serialized by the framer's own write mutex.
 	scratch []byte
+	broken  atomic.Bool // a write failed: nothing more is written
 
 	closeOnce sync.Once
 	eof       chan struct{} // closed when the read side ends
@@ -67,7 +78,6 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 		maxLine:      maxLine,
 		writeTimeout: writeTimeout,
 		buf:          make([]byte, readBufferSize),
-		atLineEnd:    true,
 		eof:          make(chan struct{}),
 	}
 	g.closeR, _ = r.(io.Closer)
@@ -101,10 +111,6 @@ func (g *guard) Read(p []byte) (int, error) {
 // account tracks line lengths over the bytes about to be handed up.
 func (g *guard) account(b []byte) error {
 	for len(b) > 0 {
-		if g.atLineEnd {
-			g.noteLineStart(b)
-			g.atLineEnd = false
-		}
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			g.sinceNL += len(b)
@@ -117,29 +123,9 @@ func (g *guard) account(b []byte) error {
 			return fmt.Errorf("%w: a line of %d bytes, over the %d-byte bound", ErrMessageTooLarge, g.sinceNL+i, g.maxLine)
 		}
 		g.sinceNL = 0
-		g.atLineEnd = true
 		b = b[i+1:]
 	}
 	return nil
-}
-
-// noteLineStart remembers the opening of a line that cannot be a JSON-RPC
-// message, for the error that will close the connection.
-func (g *guard) noteLineStart(b []byte) {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	if i < len(b) && (b[i] == '{' || b[i] == '[') {
-		return
-	}
-	end := min(len(b), i+80)
-	if nl := bytes.IndexByte(b[:end], '\n'); nl >= 0 {
-		end = nl
-	}
-	g.mu.Lock()
-	g.badLine = append(g.badLine[:0], b[:end]...)
-	g.mu.Unlock()
 }
 
 func (g *guard) endRead(err error) {
@@ -154,18 +140,48 @@ func (g *guard) endRead(err error) {
 // Write implements io.Writer. The framer hands it exactly one frame, ending
 // in its newline, per call.
 func (g *guard) Write(p []byte) (int, error) {
+	if g.broken.Load() {
+		return 0, g.failedWrite()
+	}
 	frame := g.sanitize(p)
+	if len(frame)-1 > g.maxLine {
+		return 0, g.failWrite(fmt.Errorf("%w: this side refused to write a line of %d bytes, over the %d-byte bound",
+			ErrMessageTooLarge, len(frame)-1, g.maxLine))
+	}
 	if g.wdl != nil && g.writeTimeout > 0 {
 		_ = g.wdl.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	}
 	n, err := g.w.Write(frame)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = fmt.Errorf("write blocked for %s: the peer is not reading: %w", g.writeTimeout, err)
+			err = fmt.Errorf("a write blocked for %s (%d of its %d bytes taken), so the connection was closed: %w",
+				g.writeTimeout, n, len(frame), errWriteBlocked)
 		}
-		return min(n, len(p)), err
+		return min(n, len(p)), g.failWrite(err)
 	}
 	return len(p), nil
+}
+
+// failWrite records the first failed write and closes both streams, so
+// nothing follows a partial frame and the reader ends at once.
+func (g *guard) failWrite(err error) error {
+	g.mu.Lock()
+	if g.writeErr == nil {
+		g.writeErr = err
+	}
+	first := g.writeErr
+	g.mu.Unlock()
+	if !g.broken.Swap(true) {
+		_ = g.Close()
+	}
+	return first
+}
+
+// failedWrite is the error every write after a failed one returns.
+func (g *guard) failedWrite() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.writeErr
 }
 
 var (
@@ -232,9 +248,9 @@ func (g *guard) closeWrite() error {
 	return nil
 }
 
-// state reports what the read side saw, for the close reason.
-func (g *guard) state() (readErr error, badLine []byte) {
+// state reports how the streams ended, for the close reason.
+func (g *guard) state() (readErr, writeErr error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.readErr, bytes.Clone(g.badLine)
+	return g.readErr, g.writeErr
 }

@@ -1,0 +1,312 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	json "github.com/go-json-experiment/json"
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// Outgoing calls: this side numbers its requests 1, 2, 3… and keeps the
+// ones it waits for by id. The reader delivers each answer to its call; an
+// answer for an id nobody waits for is logged and dropped.
+
+// directDecodeMax is the largest result the reader decodes itself, straight
+// from the read buffer; a larger one is copied and decoded by its caller, so
+// a big answer never holds the reader up.
+const directDecodeMax = 64 << 10
+
+// abandonedKept is how many given-up calls are remembered, so their late
+// answers are expected rather than reported.
+const abandonedKept = 256
+
+// outgoing is the calls in flight on one connection.
+type outgoing struct {
+	lastID atomic.Int64
+
+	mu        sync.Mutex
+	waiting   map[int64]*waiter
+	ended     error // why the connection ended; set once
+	abandoned [abandonedKept]int64
+	nextSlot  int
+
+	strays atomic.Int64
+}
+
+// waiter is one call waiting for its answer.
+type waiter struct {
+	method string
+	result any
+	done   chan struct{}
+	err    error
+	raw    []byte // a result too large to decode on the reader
+}
+
+var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
+
+func getWaiter(method string, result any) *waiter {
+	w := waiters.Get().(*waiter)
+	w.method, w.result = method, result
+	return w
+}
+
+func putWaiter(w *waiter) {
+	*w = waiter{done: w.done}
+	waiters.Put(w)
+}
+
+// add registers a call, unless the connection has ended.
+func (o *outgoing) add(id int64, w *waiter) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ended != nil {
+		return o.ended
+	}
+	if o.waiting == nil {
+		o.waiting = make(map[int64]*waiter)
+	}
+	o.waiting[id] = w
+	return nil
+}
+
+// take removes the call waiting for id, or returns nil.
+func (o *outgoing) take(id int64) *waiter {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w := o.waiting[id]
+	if w != nil {
+		delete(o.waiting, id)
+	}
+	return w
+}
+
+// abandon removes a call its caller gave up on and remembers its id, so a
+// late answer is expected. It reports false when the answer is already
+// being delivered.
+func (o *outgoing) abandon(id int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.waiting[id]; !ok {
+		return false
+	}
+	delete(o.waiting, id)
+	o.abandoned[o.nextSlot] = id
+	o.nextSlot = (o.nextSlot + 1) % abandonedKept
+	return true
+}
+
+// wasAbandoned reports whether id is a call given up on recently.
+func (o *outgoing) wasAbandoned(id int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, a := range o.abandoned {
+		if a == id && id != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// end fails every call still waiting, and every later one, with err.
+func (o *outgoing) end(err func(method string) error, reason error) {
+	o.mu.Lock()
+	if o.ended == nil {
+		o.ended = reason
+	}
+	left := o.waiting
+	o.waiting = nil
+	o.mu.Unlock()
+	for _, w := range left {
+		w.err = err(w.method)
+		w.done <- struct{}{}
+	}
+}
+
+// deliver hands a well-formed answer to its call, on the reader.
+func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
+	id, isNum := v.ID.Number()
+	var w *waiter
+	if isNum {
+		w = o.take(id)
+	}
+	if w == nil {
+		c.stray(v)
+		return
+	}
+	switch {
+	case v.Kind == jsonrpc2.MessageViewResponseError:
+		if e, ok := v.Error.Owned(); ok {
+			w.err = fromWire(e)
+		} else {
+			w.err = c.malformed(w.method, "an error whose message is not a JSON string")
+		}
+	case len(v.Result) > directDecodeMax:
+		w.raw = bytes.Clone(v.Result)
+	default:
+		if err := decodeResult(v.Result, w.result); err != nil {
+			w.err = c.malformed(w.method, "a result that does not decode: "+decodeProblem(err))
+		}
+	}
+	w.done <- struct{}{}
+}
+
+// deliverMalformed fails the call a malformed answer names. It reports
+// whether the line was an answer at all (one for nobody is logged and
+// dropped); a line that is not is a protocol error for the caller.
+func (o *outgoing) deliverMalformed(c *Conn, frame []byte) bool {
+	a, what, ok := readAnswer(frame)
+	if !ok {
+		return false
+	}
+	id, isNum := answerID(a.ID)
+	var w *waiter
+	if isNum {
+		w = o.take(id)
+	}
+	if w == nil {
+		c.strayLog(fmt.Sprintf("%s, for id %s, which no call waits for", what, a.ID))
+		return true
+	}
+	w.err = c.malformed(w.method, what)
+	w.done <- struct{}{}
+	return true
+}
+
+// decodeResult decodes an answer's result into v (nil discards it; a null
+// result leaves v as it is).
+func decodeResult(data []byte, v any) error {
+	if v == nil || len(data) == 0 || bytes.Equal(data, []byte("null")) {
+		return nil
+	}
+	if raw, ok := v.(*jsonrpc2.RawMessage); ok {
+		*raw = bytes.Clone(data)
+		return nil
+	}
+	return json.Unmarshal(data, v)
+}
+
+// Call sends a request and waits for its answer, decoding the result into
+// result (which may be nil). An answer's error is a *protocol.Error with the
+// peer's code; a malformed answer is protocol.ErrInvalid, saying what was
+// wrong, and the connection stays up; a request over the message bound is
+// protocol.ErrTooLarge and is never sent; a broken connection is
+// protocol.ErrTransport; when ctx ends first, Call sends $/cancel and returns
+// ctx's error at once.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	if c.opts.CallTimeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.opts.CallTimeout)
+			defer cancel()
+		}
+	}
+	releaseReader(ctx)
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return err
+	}
+	id := c.out.lastID.Add(1)
+	if err := c.fits(method, "request", callLen(method, id, raw), raw); err != nil {
+		return err
+	}
+	w := getWaiter(method, result)
+	if err := c.out.add(id, w); err != nil {
+		putWaiter(w)
+		return c.transportError(method, err)
+	}
+	if _, err := c.wire.Write(ctx, jsonrpc2.NewCall(jsonrpc2.NewNumberID(id), method, raw)); err != nil {
+		if c.out.take(id) == nil {
+			<-w.done
+		}
+		putWaiter(w)
+		return c.sendError(ctx, method, err)
+	}
+	select {
+	case <-w.done:
+		return c.finish(w)
+	case <-ctx.Done():
+		if !c.out.abandon(id) {
+			// The answer is being delivered: it came first.
+			<-w.done
+			return c.finish(w)
+		}
+		putWaiter(w)
+		c.sendCancel(ctx, id)
+		return ctx.Err()
+	}
+}
+
+// finish returns a delivered call's outcome and recycles its waiter.
+func (c *Conn) finish(w *waiter) error {
+	err, raw, result, method := w.err, w.raw, w.result, w.method
+	putWaiter(w)
+	if err != nil || raw == nil {
+		return err
+	}
+	if derr := decodeResult(raw, result); derr != nil {
+		return c.malformed(method, "a result that does not decode: "+decodeProblem(derr))
+	}
+	return nil
+}
+
+// sendCancel tells the peer to stop serving id. It never holds the caller:
+// the notification is written on its own goroutine.
+func (c *Conn) sendCancel(ctx context.Context, id int64) {
+	params := jsonrpc2.RawMessage(`{"id":` + strconv.FormatInt(id, 10) + `}`)
+	go func() { _ = c.Notify(context.WithoutCancel(ctx), protocol.MethodCancel, params) }()
+}
+
+// Notify sends a notification. One over the message bound is
+// protocol.ErrTooLarge and is never sent.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	releaseReader(ctx)
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return err
+	}
+	if err := c.fits(method, "notification", notifyLen(method, raw), raw); err != nil {
+		return err
+	}
+	if _, err := c.wire.Write(ctx, jsonrpc2.NewNotification(method, raw)); err != nil {
+		return c.sendError(ctx, method, err)
+	}
+	return nil
+}
+
+// sendError classifies a failed write: the caller's own context, or the
+// connection breaking (the guard has closed it).
+func (c *Conn) sendError(ctx context.Context, method string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return ctxErr
+	}
+	return c.transportError(method, err)
+}
+
+// encodeParams marshals a request's params once; raw params pass as they
+// are.
+func encodeParams(method string, params any) (jsonrpc2.RawMessage, error) {
+	var raw []byte
+	switch p := params.(type) {
+	case nil:
+		return nil, nil
+	case jsonrpc2.RawMessage:
+		raw = p
+	default:
+		var err error
+		if raw, err = json.Marshal(p); err != nil {
+			return nil, protocol.Errorf(protocol.ErrInvalid, "%s: the params cannot be encoded as JSON, so nothing was sent: %v", method, err)
+		}
+	}
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	return raw, nil
+}
