@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	json "github.com/go-json-experiment/json"
@@ -225,8 +226,10 @@ func (p *processes) writeLocked() error {
 	if err != nil {
 		return err
 	}
+	// A new file, never through a link planted where the temporary goes.
 	tmp := p.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("recording the run in %s: %w", p.path, err)
 	}
