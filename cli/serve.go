@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/daemon"
+	"github.com/open-conduit/open-conduit/internal/logline"
 )
 
 // logLevels are --log-level's choices, least severe first.
@@ -28,23 +30,30 @@ func serveCommand() *command {
 			"wired to the bundled packages), start every package, and serve the management\n" +
 			"API on a socket in the state directory. A named config file that is missing is\n" +
 			"an error. SIGHUP reads the config file again and applies it (as config apply\n" +
-			"does), logging the outcome; SIGINT or SIGTERM stops the daemon. The log goes\n" +
-			"to stderr.",
+			"does), logging the outcome. SIGINT or SIGTERM stops the daemon: it waits up\n" +
+			"to 10 seconds for the packages to stop, then kills them; a second SIGINT or\n" +
+			"SIGTERM kills them at once and exits non-zero. The log goes to stderr; a line\n" +
+			"repeated within 10 seconds is counted, not repeated.",
 		state: true, config: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&level, "log-level", "info", "the least severe log lines written: debug, info, warn or error")
 			fs.StringVar(&format, "log-format", "text", "the log's form: text (key=value) or json (an object a line)")
 		},
 		run: func(r *runner, _ []string) error {
-			logger, err := newLogger(r.stderr, level, format)
+			logger, flush, err := newLogger(r.stderr, level, format)
 			if err != nil {
 				return err
 			}
+			defer flush()
 			// Caught before the daemon starts, so a SIGHUP during the start
-			// reloads after it rather than killing the process.
+			// reloads after it rather than killing the process, and a
+			// second SIGINT or SIGTERM is seen however early the first came.
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
+			stops := make(chan os.Signal, 2)
+			signal.Notify(stops, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(stops)
 			d, err := daemon.Start(r.ctx, daemon.Options{
 				StateDir: r.place.State, ConfigFile: r.place.ConfigFile, ConfigNamed: r.place.Named,
 				Bundled: bundledDir(), Served: served(), Version: Version, Logger: logger,
@@ -56,8 +65,8 @@ func serveCommand() *command {
 				"status", "open-conduit status --state "+shellQuote(r.place.State))
 			for {
 				select {
-				case <-r.ctx.Done():
-					return d.Close()
+				case sig := <-stops:
+					return stop(d, sig, stops, logger)
 				case <-hup:
 					res, err := d.Reload(r.ctx)
 					logReload(logger, res, err)
@@ -67,22 +76,48 @@ func serveCommand() *command {
 	}
 }
 
+// stop stops the daemon after the first SIGINT or SIGTERM: it waits for
+// the packages to stop (at most daemon.StopGrace), or until a second
+// signal, which kills them at once and makes serve exit non-zero.
+func stop(d *daemon.Daemon, first os.Signal, stops <-chan os.Signal, logger *slog.Logger) error {
+	logger.Info("stopping: waiting for the packages to stop; a second SIGINT or SIGTERM kills them at once",
+		"signal", first.String(), "grace", daemon.StopGrace)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case sig := <-stops:
+		logger.Warn("second signal: killing the packages still stopping", "signal", sig.String())
+		cancel()
+		<-done
+		return fmt.Errorf("stopped at a second %s: the packages still stopping were killed", sig)
+	}
+}
+
 // newLogger is the daemon's log on w, at the level and in the format the
-// flags name; any other value is misuse.
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+// flags name; any other value is misuse. A line repeated within
+// logline.DefaultInterval is counted, not repeated; flush writes the counts
+// still pending.
+func newLogger(w io.Writer, level, format string) (logger *slog.Logger, flush func(), err error) {
 	l, ok := logLevels[level]
 	if !ok {
-		return nil, usagef("--log-level %q is not one of debug, info, warn, error", level)
+		return nil, nil, usagef("--log-level %q is not one of debug, info, warn, error", level)
 	}
 	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		h = slog.NewTextHandler(w, opts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		h = slog.NewJSONHandler(w, opts)
 	default:
-		return nil, usagef("--log-format %q is not one of text, json", format)
+		return nil, nil, usagef("--log-format %q is not one of text, json", format)
 	}
+	dedupe := logline.New(h, logline.DefaultInterval)
+	return slog.New(dedupe), dedupe.Flush, nil
 }
 
 // logReload logs what a SIGHUP's reload did: applied, unchanged, or each

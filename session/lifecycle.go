@@ -24,7 +24,7 @@ func (s *Session) Start(ctx context.Context) error {
 	s.op.Lock()
 	defer s.op.Unlock()
 	if s.ctx.Err() != nil {
-		return s.notRunning(StateStopped, nil)
+		return s.notRunning(StateStopped, nil, time.Time{})
 	}
 	if s.started {
 		return fmt.Errorf("session: extension %s is already started; use Restart to start it again", s.name)
@@ -44,7 +44,7 @@ func (s *Session) Restart(ctx context.Context) error {
 	s.op.Lock()
 	defer s.op.Unlock()
 	if s.ctx.Err() != nil {
-		return s.notRunning(StateStopped, nil)
+		return s.notRunning(StateStopped, nil, time.Time{})
 	}
 	s.stopLoop()
 	ctx, cancel := s.scoped(ctx)
@@ -75,7 +75,7 @@ func (s *Session) start(ctx context.Context, retry bool) error {
 		// Close is under way; it stops whatever the launch left running
 		// and reports the session stopped.
 		if err == nil {
-			err = s.notRunning(StateStopped, nil)
+			err = s.notRunning(StateStopped, nil, time.Time{})
 		}
 	case err == nil:
 		s.supervise(policy, 0)
@@ -152,9 +152,11 @@ func (s *Session) stopLoop() {
 }
 
 // Close stops the extension: shutdown, then its stdin is closed, then
-// SIGTERM after a grace period, then SIGKILL to its process group. A
+// SIGTERM after a grace period, then SIGKILL to its process group; when
+// ctx ends, the steps left are skipped and the group is killed at once. A
 // launch, a backoff sleep or a Restart in progress ends at once. Nothing
-// the extension started in its group is left behind.
+// the extension started is left behind: neither what stayed in its group
+// nor what carries its marker (Reap), except work Options.Detached spares.
 func (s *Session) Close(ctx context.Context) error {
 	s.cancel()
 	s.op.Lock()
@@ -202,6 +204,7 @@ func (s *Session) stopProcess(ctx context.Context, p *process, conn *jsonrpc.Con
 	if conn != nil {
 		_ = conn.Close()
 	}
-	// Whatever else the extension left in its group goes too.
-	p.signalGroup(syscall.SIGKILL)
+	// Whatever else the extension started goes too: what is left in its
+	// group, and what carries its marker wherever it went.
+	p.killAll(s.opts.Detached)
 }

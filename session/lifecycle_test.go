@@ -308,7 +308,7 @@ func TestCloseDuringALaunchLeavesNoProcessBehind(t *testing.T) {
 			if status := s.Status(); status.State != session.StateStopped || status.PID != 0 {
 				t.Fatalf("after close: %+v", status)
 			}
-			if err := s.Restart(ctx); !errors.Is(err, protocol.ErrTransport) {
+			if err := s.Restart(ctx); !errors.Is(err, protocol.ErrUnavailable) {
 				t.Fatalf("restart after close: %v", err)
 			}
 		})

@@ -2,11 +2,17 @@
 
 package session
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
-// procAttr puts the extension in its own process group. Without a
-// parent-death signal here, the SDK's exit on stdin EOF is what keeps a
-// crashed daemon from orphaning it.
+// procAttr starts the extension in a session of its own (so its process
+// group too). Without a parent-death signal here, the SDK's exit on stdin
+// EOF is what keeps a crashed daemon from orphaning it.
 func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	return &syscall.SysProcAttr{Setsid: true}
 }
+
+// stderrPipe is the pipe an extension's stderr is drained from.
+func stderrPipe() (r, w *os.File, err error) { return os.Pipe() }

@@ -70,6 +70,7 @@ func Environment(environ []string, grants []string) (env []string, missing []str
 type process struct {
 	cmd     *exec.Cmd
 	pid     int
+	marker  string     // its MarkerEnv value, which its descendants inherit
 	in      *inWriter  // ours: the extension reads it
 	out     *outReader // ours: the extension writes it
 	started time.Time
@@ -127,11 +128,11 @@ func (w *inWriter) SetWriteDeadline(t time.Time) error { return w.f.SetWriteDead
 // Close implements io.Closer: the extension reads EOF.
 func (w *inWriter) Close() error { return w.f.Close() }
 
-// spawn starts argv in dir, in its own process group, with env, its stdout
-// and stdin on pipes the caller speaks the protocol over and its stderr
-// copied into log. On Linux the process is killed if the daemon dies, so a
-// host crash never orphans it.
-func spawn(argv []string, dir string, env []string, log io.Writer) (*process, error) {
+// spawn starts argv in dir, in a session and process group of its own,
+// with env and the marker, its stdout and stdin on pipes the caller speaks
+// the protocol over and its stderr drained into log. On Linux the process
+// is killed if the daemon dies, so a host crash never orphans it.
+func spawn(argv []string, dir string, env []string, mark string, log *stderrLog) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func spawn(argv []string, dir string, env []string, log io.Writer) (*process, er
 		inW.Close()
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := stderrPipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
@@ -152,7 +153,7 @@ func spawn(argv []string, dir string, env []string, log io.Writer) (*process, er
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = env
+	cmd.Env = markedEnv(env, mark)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = procAttr()
 	startErr := cmd.Start()
@@ -170,6 +171,7 @@ func spawn(argv []string, dir string, env []string, log io.Writer) (*process, er
 	p := &process{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
+		marker:     mark,
 		in:         &inWriter{f: inW},
 		out:        &outReader{f: outR},
 		started:    time.Now(),
@@ -177,7 +179,7 @@ func spawn(argv []string, dir string, env []string, log io.Writer) (*process, er
 		stderrDone: make(chan struct{}),
 	}
 	go func() {
-		_, _ = io.Copy(log, errR)
+		log.drain(errR)
 		errR.Close()
 		close(p.stderrDone)
 	}()
@@ -194,6 +196,14 @@ func (p *process) signalGroup(sig syscall.Signal) {
 	if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		_ = p.cmd.Process.Signal(sig)
 	}
+}
+
+// killAll kills the process group and every process that carries this
+// launch's marker (or shares a session with one), wherever it went, except
+// what keep spares.
+func (p *process) killAll(keep func(pid int) bool) {
+	p.signalGroup(syscall.SIGKILL)
+	reapMarker(p.marker, keep)
 }
 
 // alive reports whether the process has not exited.

@@ -1,12 +1,16 @@
 // Package session is the host side of one extension process. New prepares
 // a session (command, environment, state directory, bounded stderr log);
-// Start launches the process in its own process group and runs the
-// handshake; from then on the session supervises it: a crash fails the
-// calls in flight with transport and restarts the process with backoff,
-// and a failed start is retried the same way, except the deterministic
-// refusals, which wait for the operator's Restart. Call and CallInTx send
-// the host-to-extension methods the manifest enables; every callback passes
-// the host's gate. Close stops the process and everything in its group.
+// Start launches the process in a session and process group of its own,
+// marked (MarkerEnv) so that it and its descendants can be found wherever
+// they go, and runs the handshake; from then on the session supervises
+// it: a crash fails the calls in flight with transport and restarts the
+// process with backoff, and a failed start is retried the same way, except
+// the deterministic refusals, which wait for the operator's Restart. Call
+// and CallInTx send the host-to-extension methods the manifest enables; a
+// call to an extension that is not running fails unavailable, after
+// waiting at most RestartWait for a start already under way or due. Every
+// callback passes the host's gate. Close stops the process, everything in
+// its group, and every process that carries its marker.
 package session
 
 import (
@@ -75,6 +79,17 @@ type Options struct {
 	LogPath string
 	// LogLimit bounds the log file (default 1 MiB).
 	LogLimit int64
+	// LogRate bounds what stderr adds to the log each second (default
+	// 1,000 lines or 256 KiB); lines over it are dropped and counted.
+	LogRate LogRate
+	// Run is the daemon run's token (NewRun), which every process of the
+	// session carries in its marker, and its descendants inherit, so the
+	// daemon can find them (Reap). Default: a token of the session's own.
+	Run string
+	// Detached reports whether a process is an executor's deliberately
+	// detached work, recorded by the host: such a process (and what it
+	// started) is spared when the extension stops. Default: none is.
+	Detached func(pid int) bool
 	// PassEnv are the daemon variables the operator grants this package.
 	PassEnv []string
 	// Environ is the daemon's environment (default os.Environ()).
@@ -108,9 +123,19 @@ type Options struct {
 	HandshakeTimeout time.Duration
 	// CallTimeout bounds calls whose context has no deadline (default 30 s).
 	CallTimeout time.Duration
+	// RestartWait bounds how long a call waits for an extension that is
+	// not running: it waits only for a start under way or a restart due
+	// within RestartWait, and at most that long, then fails unavailable
+	// (default DefaultRestartWait).
+	RestartWait time.Duration
 	// ShutdownGrace is how long each step of Close waits (default 5 s).
 	ShutdownGrace time.Duration
 }
+
+// DefaultRestartWait is how long, at most, a call waits for an extension
+// that is not running, and how soon its restart must be due for the call
+// to wait at all.
+const DefaultRestartWait = 5 * time.Second
 
 func (o *Options) defaults() {
 	if o.Environ == nil {
@@ -139,6 +164,12 @@ func (o *Options) defaults() {
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
+	}
+	if o.RestartWait <= 0 {
+		o.RestartWait = DefaultRestartWait
+	}
+	if o.Run == "" {
+		o.Run = NewRun()
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = 5 * time.Second
@@ -214,7 +245,7 @@ func New(pkg Package, opts Options) (*Session, error) {
 			return nil, protocol.Errorf(protocol.ErrStartFailed, "extension %s: creating its state directory: %v", m.Name, err)
 		}
 	}
-	if s.log, err = openStderrLog(opts.LogPath, opts.LogLimit); err != nil {
+	if s.log, err = openStderrLog(opts.LogPath, opts.LogLimit, opts.LogRate); err != nil {
 		return nil, protocol.Errorf(protocol.ErrStartFailed, "extension %s: opening its log: %v", m.Name, err)
 	}
 	s.table = hostTable(opts.Host)
@@ -345,9 +376,12 @@ func (s *Session) setStateLocked(st State, err error, next time.Time) {
 }
 
 // Call calls an H→E method the manifest enables and waits for the answer.
-// It waits, bounded by ctx, for a running process, but never retries: a
-// crash mid-call is protocol.ErrTransport, and the caller decides. A method
-// the manifest does not enable is never sent (undeclared).
+// An extension that is not running fails it with protocol.ErrUnavailable:
+// at once when it is stopped or refused or its restart is not due within
+// RestartWait, else after waiting at most RestartWait (and ctx) for the
+// start. Call never retries: a crash mid-call is protocol.ErrTransport, and
+// the caller decides. A method the manifest does not enable is never sent
+// (undeclared).
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {
 	def, err := s.sendable(method)
 	if err != nil {
@@ -375,9 +409,11 @@ func Invoke[P, R any](ctx context.Context, s *Session, d protocol.Desc[P, R], pa
 }
 
 // CallInTx calls one of the four in-transaction methods: it does not wait
-// for a restart, it has a hard 250 ms deadline, and while it is outstanding
-// every callback from the extension is refused reentrant_call. A timeout or
-// transport failure aborts the caller's transaction, which is retried.
+// for a restart (an extension that is not running fails it unavailable at
+// once), it has a hard 250 ms deadline, and while it is outstanding every
+// callback from the extension is refused reentrant_call. A timeout, a
+// transport failure or unavailable aborts the caller's transaction, which
+// is retried.
 func (s *Session) CallInTx(ctx context.Context, method string, params, result any) error {
 	def, err := s.sendable(method)
 	if err != nil {
@@ -387,10 +423,10 @@ func (s *Session) CallInTx(ctx context.Context, method string, params, result an
 		return fmt.Errorf("session: %s is not an in-transaction method: use Call", method)
 	}
 	s.mu.Lock()
-	conn, state, last := s.conn, s.state, s.lastErr
+	conn, state, last, next := s.conn, s.state, s.lastErr, s.nextRestart
 	s.mu.Unlock()
 	if state != StateRunning || conn == nil {
-		return s.notRunning(state, last)
+		return s.notRunning(state, last, next)
 	}
 	s.inTx.Add(1)
 	defer s.inTx.Add(-1)
@@ -418,33 +454,59 @@ func (s *Session) sendable(method string) (protocol.Method, error) {
 	return def, nil
 }
 
-// await returns the running process's connection, waiting for a restart
-// bounded by ctx.
+// await returns the running process's connection. When there is none it
+// waits only for a start under way or a restart due within RestartWait,
+// and at most RestartWait or until ctx ends; otherwise it fails
+// unavailable at once.
 func (s *Session) await(ctx context.Context) (*jsonrpc.Conn, error) {
+	wait := s.opts.RestartWait
+	deadline := time.Now().Add(wait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		conn, state, last, changed := s.conn, s.state, s.lastErr, s.changed
+		conn, state, last, next, changed := s.conn, s.state, s.lastErr, s.nextRestart, s.changed
 		s.mu.Unlock()
-		switch {
-		case state == StateRunning && conn != nil:
+		if state == StateRunning && conn != nil {
 			return conn, nil
-		case state == StateRefused || state == StateStopped:
-			return nil, s.notRunning(state, last)
+		}
+		if !startDue(state, next, deadline) {
+			return nil, s.notRunning(state, last, next)
 		}
 		select {
 		case <-changed:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w (waited %s for its start)", s.notRunning(state, last, next), wait)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", s.notRunning(state, last), ctx.Err())
+			return nil, fmt.Errorf("%w: %w", s.notRunning(state, last, next), ctx.Err())
 		}
 	}
 }
 
-func (s *Session) notRunning(state State, last error) error {
+// startDue reports whether a start is under way (starting, or restarting
+// with no restart pending: the launch runs) or due by deadline.
+func startDue(state State, next, deadline time.Time) bool {
+	switch state {
+	case StateStarting:
+		return true
+	case StateRestarting:
+		return next.IsZero() || !next.After(deadline)
+	}
+	return false
+}
+
+// notRunning is the unavailable error of a call to an extension that is
+// not running: its state, when its next start is due, and why it stopped.
+func (s *Session) notRunning(state State, last error, next time.Time) error {
+	when := ""
+	if state == StateRestarting && !next.IsZero() {
+		when = fmt.Sprintf("; its next start is due in %s", time.Until(next).Round(time.Millisecond))
+	}
 	why := ""
 	if last != nil {
 		why = ": " + last.Error()
 	}
-	return protocol.Errorf(protocol.ErrTransport, "extension %s is not running (%s)%s", s.name, state, why)
+	return protocol.Errorf(protocol.ErrUnavailable, "extension %s is not running (%s%s)%s", s.name, state, when, why)
 }
 
 // gate applies the host's rules to every callback from the extension,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/open-conduit/open-conduit/jsonrpc"
@@ -24,7 +23,7 @@ func (s *Session) launch(ctx context.Context) error {
 	s.nextRestart = time.Time{}
 	s.mu.Unlock()
 	s.log.resetTail()
-	p, err := spawn(s.argv, s.pkg.Dir, s.env, s.log)
+	p, err := spawn(s.argv, s.pkg.Dir, s.env, marker(s.opts.Run, s.name), s.log)
 	if err != nil {
 		return protocol.Errorf(protocol.ErrStartFailed,
 			"extension %s could not start: %v (command %q in %s). Check that it exists and is executable for this platform",
@@ -183,10 +182,11 @@ func (s *Session) endReason(ctx context.Context, p *process, conn *jsonrpc.Conn)
 	return "", false
 }
 
-// drainStderr kills what is left of the process's group, so nothing holds
-// its stderr open, and waits for the last of it to reach the log.
+// drainStderr kills what is left of the process's group and what carries
+// its marker, so nothing holds its stderr open, and waits for the last of
+// it to reach the log.
 func (s *Session) drainStderr(ctx context.Context, p *process) {
-	p.signalGroup(syscall.SIGKILL)
+	p.killAll(s.opts.Detached)
 	waitAll(ctx, settle, p.exited, p.stderrDone)
 }
 

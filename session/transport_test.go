@@ -256,12 +256,15 @@ func TestTransportCompatibility(t *testing.T) {
 		if !errors.Is(err, protocol.ErrTransport) {
 			t.Fatalf("crash mid-call: %v", err)
 		}
-		// Later calls fail the same way while the process is down.
+		// A call while the process is down, its restart an hour away,
+		// fails unavailable at once, with why: it does not wait for the
+		// restart, however long its own deadline.
 		waitFor(t, "the crash to be noticed", func() bool { return st.s.Status().State == session.StateRestarting })
-		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		_, err = call[transport.Text](short, st.s, "transport.echo", transport.Text{Text: "x"})
+		patient, cancel := context.WithTimeout(ctx, time.Minute)
+		_, err = call[transport.Text](patient, st.s, "transport.echo", transport.Text{Text: "x"})
 		cancel()
-		if !errors.Is(err, protocol.ErrTransport) || !strings.Contains(err.Error(), "exited with status 3") {
+		if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "exited with status 3") ||
+			!strings.Contains(err.Error(), "next start is due in") || errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("call while down: %v", err)
 		}
 		status := st.s.Status()

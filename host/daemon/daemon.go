@@ -10,7 +10,8 @@
 //
 //  1. Read the config file and parse it (a named file that is missing is
 //     an error; only the default location falls back to the embedded
-//     default), then lock the state directory and open the store.
+//     default), then lock the state directory, reap what the packages of
+//     an earlier run that did not stop left running, and open the store.
 //  2. Discover the packages; a conflicting set refuses the start.
 //  3. Serve the management API (status answers "starting").
 //  4. Start every package at once; each first configure carries the empty
@@ -105,6 +106,8 @@ type Daemon struct {
 	changeMu sync.Mutex
 
 	pkgs packages
+	// procs records this run, so a later start can reap what it leaves.
+	procs *processes
 	// events is closed and replaced each time the log grows, for long
 	// polls.
 	events eventsSignal
@@ -124,7 +127,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	if err := d.start(ctx); err != nil {
-		d.shutdown()
+		d.shutdown(context.Background())
 		return nil, err
 	}
 	return d, nil
@@ -174,6 +177,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return fmt.Errorf("creating the state directory %s: %w", d.opts.StateDir, err)
 	}
 	if err := d.takeLock(); err != nil {
+		return err
+	}
+	if err := d.reapOrphans(); err != nil {
 		return err
 	}
 	db, err := pebblekv.Open(d.dirs.Store(), &pebblekv.Options{Logger: d.logger})
@@ -254,24 +260,27 @@ func (d *Daemon) serveAPI() error {
 // Close stops the daemon: the API, the tasks, every extension (shutdown,
 // then signals to its group), and the store. It is safe to call twice.
 func (d *Daemon) Close() error {
-	d.shutdown()
+	d.shutdown(context.Background())
 	d.logger.Info("open-conduit stopped")
 	return nil
 }
 
-func (d *Daemon) shutdown() {
+// shutdown stops everything; when ctx ends, the packages still stopping
+// are killed at once.
+func (d *Daemon) shutdown(ctx context.Context) {
 	d.once.Do(func() {
 		d.setPhase(client.PhaseStopping)
 		close(d.closed)
 		if d.server != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			_ = d.server.Shutdown(sctx)
 			cancel()
 			_ = os.Remove(d.dirs.Socket())
 		}
 		d.cancel()
 		d.tasks.Wait()
-		d.pkgs.closeAll()
+		d.pkgs.closeAll(ctx)
+		d.procs.release(d.logger)
 		if d.db != nil {
 			_ = d.db.Close()
 		}

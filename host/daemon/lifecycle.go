@@ -83,6 +83,8 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Logger:           d.logger,
 		Backoff:          d.opts.Backoff,
 		HandshakeTimeout: d.opts.HandshakeTimeout,
+		Run:              d.procs.token(),
+		Detached:         d.procs.isDetached,
 	})
 	if err != nil {
 		d.setStartErr(x, err)
@@ -160,7 +162,7 @@ func (d *Daemon) restartOne(ctx context.Context, x *extension) {
 		}
 		return
 	}
-	d.pkgs.stop(x)
+	d.pkgs.stop(ctx, x)
 	d.pkgs.mu.Lock()
 	x.pkg, x.svc, x.session, x.tasks = fresh, nil, nil, nil
 	d.pkgs.mu.Unlock()

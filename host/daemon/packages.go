@@ -175,8 +175,8 @@ func firstLine(s string) string {
 	return s
 }
 
-// closeAll stops every package at once.
-func (p *packages) closeAll() {
+// closeAll stops every package at once; when ctx ends, at once by force.
+func (p *packages) closeAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, x := range p.list() {
 		wg.Add(1)
@@ -184,20 +184,21 @@ func (p *packages) closeAll() {
 			defer wg.Done()
 			x.op.Lock()
 			defer x.op.Unlock()
-			p.stop(x)
+			p.stop(ctx, x)
 		}()
 	}
 	wg.Wait()
 }
 
-// stop ends a package's tasks and process; the caller holds x.op.
-func (p *packages) stop(x *extension) {
+// stop ends a package's tasks and process, by force once ctx ends; the
+// caller holds x.op.
+func (p *packages) stop(ctx context.Context, x *extension) {
 	snap := p.snapshot(x)
 	if snap.tasks != nil {
 		snap.tasks.stop()
 	}
 	if snap.session != nil {
-		_ = snap.session.Close(context.Background())
+		_ = snap.session.Close(ctx)
 	}
 }
 
