@@ -247,8 +247,9 @@ func TestDrillWireStalledReaderFailsAtTheWriteDeadline(t *testing.T) {
 		return x.Restarts >= 1 && x.State == "running" && x.PID != pid
 	})
 	restarted := time.Since(start)
-	if x := e.Extension(badpeer.Name); !strings.Contains(x.LastError, "blocked for 30s") {
-		t.Fatalf("the crash report does not name the blocked write: %s", x.LastError)
+	if x := e.Extension(badpeer.Name); !strings.Contains(x.LastError, "blocked for 30s") || !strings.Contains(x.LastError, "keeps reading its stdin") ||
+		strings.Contains(x.LastError, "only protocol messages to stdout") {
+		t.Fatalf("the crash report does not name the blocked write and what to change: %s", x.LastError)
 	}
 	report(t, "%d calls of 256 KiB to a reader that stopped: all failed by the one blocked write %s after they were sent (write deadline 30 s); badpeer running again after %s",
 		calls, failed.Round(100*time.Millisecond), restarted.Round(100*time.Millisecond))

@@ -404,6 +404,13 @@ func (c *Conn) Err() error {
 	return protocol.Errorf(protocol.ErrTransport, "connection to %s ended: %s", c.opts.Peer, *p)
 }
 
+// Stalled reports whether the connection ended because the peer stopped
+// reading: a line was not taken within the write deadline.
+func (c *Conn) Stalled() bool {
+	_, writeErr := c.guard.state()
+	return errors.Is(writeErr, errWriteBlocked)
+}
+
 // CloseWrite closes only the writing direction: the peer reads EOF (the
 // signal an extension exits on) while this side still reads.
 func (c *Conn) CloseWrite() error { return c.guard.closeWrite() }

@@ -314,7 +314,10 @@ func (s *Session) crashError(ctx context.Context, p *process, conn *jsonrpc.Conn
 	if path := s.log.Path(); path != "" {
 		fmt.Fprintf(&b, "Its log is %s. ", path)
 	}
-	if broke {
+	switch {
+	case broke && conn.Stalled():
+		b.WriteString("An extension keeps reading its stdin while it works: the host's messages wait in a pipe that only its reader empties")
+	case broke:
 		b.WriteString("An extension writes only protocol messages to stdout, one JSON-RPC message per line of at most 16 MiB, and its logs to stderr")
 	}
 	return protocol.Errorf(protocol.ErrTransport, "%s", strings.TrimSpace(b.String()))
