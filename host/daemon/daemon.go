@@ -111,7 +111,7 @@ type Daemon struct {
 	// polls.
 	events eventsSignal
 
-	server *http.Server
+	server *api.Server
 	tasks  sync.WaitGroup
 	closed chan struct{}
 	once   sync.Once
@@ -249,7 +249,7 @@ func (d *Daemon) serveAPI() error {
 		ln.Close()
 		return err
 	}
-	d.server = &http.Server{Handler: api.Handler(d), ReadHeaderTimeout: 10 * time.Second}
+	d.server = api.NewServer(d, api.ServerOptions{MaxConns: apiConnections(), Logger: d.logger})
 	go func() {
 		if err := d.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.logger.Error("management API stopped", "err", err)

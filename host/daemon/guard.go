@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/open-conduit/open-conduit/host/api"
 )
 
 // Who may touch the daemon's files.
@@ -280,4 +282,26 @@ func flagFor(what string) string {
 		return "config"
 	}
 	return "state"
+}
+
+// apiConnections is how many management API connections the daemon keeps
+// open at once: api.DefaultMaxConns, or a quarter of the descriptors the
+// daemon may open when that is fewer, so whatever clients do the rest stay
+// for the store and the packages' pipes and logs. The soft limit is raised
+// to the hard one first (the Go runtime normally has at start; then this
+// changes nothing, and the packages still start with the original soft
+// limit).
+func apiConnections() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return api.DefaultMaxConns
+	}
+	if lim.Cur < lim.Max {
+		raised := lim
+		raised.Cur = raised.Max
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			lim = raised
+		}
+	}
+	return int(min(uint64(api.DefaultMaxConns), max(lim.Cur/4, 4)))
 }
