@@ -89,8 +89,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.http.Serve(&limitListener{Listener: ln, set: s.conns})
 }
 
-// Shutdown stops accepting, waits for the answers in progress (until ctx
-// ends) and closes every connection.
+// Shutdown stops accepting, closes the idle connections and waits, until
+// ctx ends, for the answers in progress.
 func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
 
 // answeringKey carries, in a request's context, the function that marks
