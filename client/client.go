@@ -23,6 +23,12 @@ const SocketName = "open-conduit.sock"
 // ErrNoDaemon is returned when no daemon answers on the socket.
 var ErrNoDaemon = errors.New("no daemon")
 
+// ErrUntrustedSocket is returned, before anything is sent, when the socket
+// is not one the operator's daemon made: not a socket, or owned by another
+// user than the client's own or root. Another user who could create the
+// state directory first could otherwise answer in the daemon's place.
+var ErrUntrustedSocket = errors.New("untrusted socket")
+
 // MaxWait is the longest a long poll (events, logs) or a restart's wait
 // holds an answer: the daemon caps what a client asks at it, so an answer
 // always comes well inside the client's own request timeout.
@@ -44,9 +50,16 @@ func New(stateDir string) *Client {
 			Timeout: 60 * time.Second,
 			Transport: &http.Transport{
 				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					if err := checkSocket(socket); err != nil {
+						return nil, err
+					}
 					var d net.Dialer
 					return d.DialContext(ctx, "unix", socket)
 				},
+				// Below the daemon's idle timeout, so the client, not the
+				// daemon, closes an idle connection, and a request never
+				// goes out on one the daemon is closing.
+				IdleConnTimeout: 30 * time.Second,
 			},
 		},
 	}
@@ -65,6 +78,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, ErrUntrustedSocket) {
+			return errors.Unwrap(err)
+		}
 		var ne *net.OpError
 		if errors.As(err, &ne) || errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w answers at %s: start one with 'open-conduit serve --state %s'", ErrNoDaemon, c.socket, filepath.Dir(c.socket))

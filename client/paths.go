@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // StateEnv names the environment variable that picks the state directory
@@ -72,4 +73,42 @@ func absolute(path, what string) (string, error) {
 		return "", fmt.Errorf("resolving the %s %q: %w", what, path, err)
 	}
 	return abs, nil
+}
+
+// checkSocket refuses a socket path that is not a socket, or is owned by
+// another user than this process's own or root. A path where nothing is
+// passes: dialing it then says no daemon answers.
+func checkSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: checking %s: %v", ErrUntrustedSocket, path, err)
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%w: %s is %s, not a socket, so no daemon made it; nothing was sent. Remove it if it is yours, or pass a --state only you can write to",
+			ErrUntrustedSocket, path, kindOf(fi.Mode()))
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if me := os.Getuid(); int(st.Uid) != me && st.Uid != 0 {
+		return fmt.Errorf("%w: %s is owned by user %d, not by you (user %d) or root, so another user may be answering in the daemon's place; nothing was sent. Use a state directory only you can write to (pass another --state), and have this one removed",
+			ErrUntrustedSocket, path, st.Uid, me)
+	}
+	return nil
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m.IsRegular():
+		return "a plain file"
+	}
+	return "not a file the daemon makes"
 }

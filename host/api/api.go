@@ -5,10 +5,15 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	json "github.com/go-json-experiment/json"
@@ -43,7 +48,10 @@ type Daemon interface {
 	Reload(ctx context.Context) (client.Applied, error)
 }
 
-// Handler routes /v1/ to d.
+// Handler routes /v1/ to d. Every request is read whole before it is
+// routed (within the server's ReadTimeout, at most MaxBody bytes), and
+// every answer that is an error has the API's error shape (client.Error),
+// the router's own 404 and 405 included.
 func Handler(d Daemon) http.Handler {
 	a := adapter{d}
 	mux := http.NewServeMux()
@@ -63,20 +71,37 @@ func Handler(d Daemon) http.Handler {
 	// not a failure of the API.
 	mux.HandleFunc("POST /v1/config/apply", withText(d.Apply))
 	mux.HandleFunc("POST /v1/config/reload", a.reload)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, protocol.Errorf(protocol.ErrNotFound, "no API endpoint %s %s; the API is under /v1/", r.Method, r.URL.Path))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jw := &jsonErrors{ResponseWriter: w, r: r}
+		rc := http.NewResponseController(w)
+		// A deadline left from the connection's last answer must not cut
+		// this one; writeJSON sets the answer's own.
+		_ = rc.SetWriteDeadline(time.Time{})
+		data, err := readRequest(r)
+		if err != nil {
+			writeError(jw, err)
+			return
+		}
+		// The request is in: from here its handler's own bounds apply.
+		_ = rc.SetReadDeadline(time.Time{})
+		answering(r, true)
+		defer answering(r, false)
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		mux.ServeHTTP(jw, r)
 	})
-	return mux
 }
 
 type adapter struct{ d Daemon }
 
+// writeJSON writes one answer, within WriteTimeout.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v, json.Deterministic(true))
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"code":"internal","message":"encoding the answer failed"}`)
 	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(WriteTimeout))
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("Content-Length")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
@@ -92,11 +117,24 @@ func httpStatus(code string) int {
 		return http.StatusForbidden
 	case protocol.CodeConflict:
 		return http.StatusConflict
-	case protocol.CodeUnavailable:
+	case protocol.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case protocol.CodeUnavailable, protocol.CodeOverloaded:
 		return http.StatusServiceUnavailable
+	case protocol.CodeStorageFull:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }
+
+// statusError is an error whose HTTP status is not its code's.
+type statusError struct {
+	status int
+	err    error
+}
+
+func (e statusError) Error() string { return e.err.Error() }
+func (e statusError) Unwrap() error { return e.err }
 
 // writeError answers err with its code; an error without one is internal.
 func writeError(w http.ResponseWriter, err error) {
@@ -104,7 +142,12 @@ func writeError(w http.ResponseWriter, err error) {
 	if code == "" {
 		code = protocol.CodeInternal
 	}
-	writeJSON(w, httpStatus(code), client.Error{Code: code, Message: err.Error()})
+	status := httpStatus(code)
+	var se statusError
+	if errors.As(err, &se) {
+		status = se.status
+	}
+	writeJSON(w, status, client.Error{Code: code, Message: err.Error()})
 }
 
 func answer[T any](w http.ResponseWriter, v T, err error) {
@@ -115,14 +158,27 @@ func answer[T any](w http.ResponseWriter, v T, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// body reads a request body of at most MaxBody bytes that is one JSON value.
-func body(r *http.Request) ([]byte, error) {
+// readRequest reads a request's body whole: at most MaxBody bytes, within
+// what is left of the server's ReadTimeout.
+func readRequest(r *http.Request) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
-	if err != nil {
-		return nil, protocol.Errorf(protocol.ErrInvalid, "reading the request: %v", err)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, statusError{http.StatusRequestTimeout, protocol.Errorf(protocol.ErrBadRequest,
+			"the request did not arrive whole within %s; send it at once", ReadTimeout)}
+	case err != nil:
+		return nil, protocol.Errorf(protocol.ErrBadRequest, "reading the request: %v", err)
+	case len(data) > MaxBody:
+		return nil, protocol.Errorf(protocol.ErrTooLarge, "the request is over %d bytes (16 MiB); send less", MaxBody)
 	}
-	if len(data) > MaxBody {
-		return nil, protocol.Errorf(protocol.ErrInvalid, "the request is over %d bytes", MaxBody)
+	return data, nil
+}
+
+// body is a request's body, which must be one JSON value.
+func body(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.ErrBadRequest, "reading the request: %v", err)
 	}
 	if !jsontext.Value(data).IsValid() {
 		return nil, protocol.Errorf(protocol.ErrInvalid, "the request body is not one JSON value")
@@ -286,3 +342,47 @@ func (a adapter) reload(w http.ResponseWriter, r *http.Request) {
 	res, err := a.d.Reload(r.Context())
 	answer(w, res, err)
 }
+
+// jsonErrors turns an error answer written as anything but JSON (the
+// router's 404 and 405 are plain text) into the API's error shape, with
+// the same status and headers.
+type jsonErrors struct {
+	http.ResponseWriter
+	r *http.Request
+	// replaced is set once the answer was written here, so the plain text
+	// that follows is dropped.
+	replaced bool
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (w *jsonErrors) WriteHeader(status int) {
+	if status < 400 || strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.replaced = true
+	code, msg := protocol.CodeBadRequest, http.StatusText(status)
+	switch status {
+	case http.StatusNotFound:
+		code, msg = protocol.CodeNotFound, fmt.Sprintf("no API endpoint %s %s; the API's paths are under /v1/", w.r.Method, w.r.URL.Path)
+	case http.StatusMethodNotAllowed:
+		code, msg = protocol.CodeMethodNotFound, fmt.Sprintf("%s does not take %s; it takes %s", w.r.URL.Path, w.r.Method, w.Header().Get("Allow"))
+	default:
+		if status >= 500 {
+			code = protocol.CodeInternal
+		}
+	}
+	w.Header().Del("X-Content-Type-Options")
+	writeJSON(w.ResponseWriter, status, client.Error{Code: code, Message: msg})
+}
+
+// Write implements http.ResponseWriter.
+func (w *jsonErrors) Write(p []byte) (int, error) {
+	if w.replaced {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *jsonErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }

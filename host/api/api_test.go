@@ -101,3 +101,35 @@ func TestQueriesAreCheckedAndBounded(t *testing.T) {
 		t.Errorf("an unknown path: %d %+v", w.Code, e)
 	}
 }
+
+// TestEveryErrorAnswerIsTheErrorShape: the router's own answers (no such
+// path, a method the path does not take) and the request's bounds come
+// back as client.Error JSON with their status, as the daemon's errors do.
+func TestEveryErrorAnswerIsTheErrorShape(t *testing.T) {
+	huge := strings.Repeat(" ", MaxBody) + "{}"
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		code, says, allow  string
+	}{
+		{"GET", "/nope", "", http.StatusNotFound, protocol.CodeNotFound, "/v1/", ""},
+		{"GET", "/v1/extensions/hello/call", "", http.StatusMethodNotAllowed, protocol.CodeMethodNotFound, "it takes POST", "POST"},
+		{"DELETE", "/v1/status", "", http.StatusMethodNotAllowed, protocol.CodeMethodNotFound, "does not take DELETE", "GET, HEAD"},
+		{"POST", "/v1/config/apply", huge, http.StatusRequestEntityTooLarge, protocol.CodeTooLarge, "16 MiB", ""},
+		{"POST", "/v1/config/apply", "{", http.StatusBadRequest, protocol.CodeInvalid, "not one JSON value", ""},
+	} {
+		r := &recorder{}
+		w, e := do(t, r, tc.method, tc.path, tc.body)
+		if w.Code != tc.status || e.Code != tc.code || !strings.Contains(e.Message, tc.says) || w.Header().Get("Allow") != tc.allow ||
+			w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: %d %s %+v (Allow %q)", tc.method, tc.path, w.Code, w.Header().Get("Content-Type"), e, w.Header().Get("Allow"))
+		}
+		if r.applied != nil {
+			t.Errorf("%s %s reached the daemon", tc.method, tc.path)
+		}
+	}
+	// Negative control: a good request is answered, JSON too.
+	if w, _ := do(t, &recorder{}, "POST", "/v1/config/apply", `{}`); w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("a good apply: %d %v", w.Code, w.Header())
+	}
+}

@@ -104,14 +104,21 @@ type ExtensionSettings struct {
 }
 
 // Parse reads a config strictly: exact member names, no unknown members, no
-// duplicates, the types the format says. A failure is Problems with one
-// problem: its JSON path, its line and column, and a code (invalid_json,
-// unknown_field, invalid_type, duplicate_field).
+// duplicates, the types the format says, and an object at the top (null is
+// not an empty config: applied, it would remove every scope). A failure is
+// Problems with one problem: its JSON path, its line and column, and a code
+// (invalid_json, unknown_field, invalid_type, duplicate_field).
 func Parse(data []byte) (*Config, error) {
 	var c Config
 	opts := json.JoinOptions(json.RejectUnknownMembers(true), json.MatchCaseInsensitiveNames(false))
 	if err := json.Unmarshal(data, &c, opts); err != nil {
 		return nil, decodeError(data, err)
+	}
+	if off := skipSeparators(data, 0); off < len(data) && data[off] != '{' {
+		// Only null decodes into a struct without an error.
+		line, col := position(data, off)
+		return nil, Problems{{Path: "/", Code: CodeInvalidType, Severity: Error, Line: line, Column: col,
+			Message: positioned(line, col, "this is a JSON null, where the config format wants an object: write {} for a config with no scopes")}}
 	}
 	return &c, nil
 }

@@ -198,3 +198,34 @@ func TestStarterShape(t *testing.T) {
 		t.Errorf("beta's entry %+v names a connection beta does not declare", e)
 	}
 }
+
+// TestParseRefusesAConfigThatIsNotAnObject: null decodes into an empty
+// config without complaint, so Parse must refuse it itself; every other
+// non-object fails decoding. Each is one problem at "/", placed in the text.
+func TestParseRefusesAConfigThatIsNotAnObject(t *testing.T) {
+	for _, tc := range []struct {
+		text      string
+		line, col int
+	}{
+		{"null", 1, 1},
+		{"\n  null\n", 2, 3},
+		{"[]", 1, 1},
+		{`"scopes"`, 1, 1},
+		{"0", 1, 1},
+		{"true", 1, 1},
+	} {
+		c, err := Parse([]byte(tc.text))
+		var ps Problems
+		if c != nil || !errors.As(err, &ps) || len(ps) != 1 {
+			t.Errorf("%q: Parse = %v, %v; want one problem", tc.text, c, err)
+			continue
+		}
+		if p := ps[0]; p.Path != "/" || p.Code != CodeInvalidType || p.Line != tc.line || p.Column != tc.col || !strings.Contains(p.Message, "wants an object") {
+			t.Errorf("%q: %+v", tc.text, p)
+		}
+	}
+	// Negative control: the empty object is a config, with no scopes.
+	if c, err := Parse([]byte(" {} ")); err != nil || c == nil || len(c.Scopes) != 0 {
+		t.Errorf("{}: %v %v", c, err)
+	}
+}

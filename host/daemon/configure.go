@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
@@ -80,9 +81,16 @@ func (d *Daemon) checkLayout(m *protocol.Manifest) error {
 	})
 }
 
+// reconfigureTimeout bounds one package's answer to a configure sent to it
+// while it runs (the first start's is the handshake's): an apply holds the
+// daemon's apply lock while it waits, so a hung package must not hold every
+// other apply.
+const reconfigureTimeout = 15 * time.Second
+
 // configureAll sends configure again to every running package, at once,
-// and returns those that refused it. A package that is not running gets
-// the live generation when it next starts.
+// and returns those that refused it or did not answer within
+// reconfigureTimeout. A package that is not running gets the live
+// generation when it next starts.
 func (d *Daemon) configureAll(ctx context.Context) []client.Refusal {
 	var (
 		mu      sync.Mutex
@@ -97,7 +105,13 @@ func (d *Daemon) configureAll(ctx context.Context) []client.Refusal {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.Reconfigure(ctx); err != nil {
+			cctx, cancel := context.WithTimeout(ctx, reconfigureTimeout)
+			defer cancel()
+			_, err := s.Reconfigure(cctx)
+			if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+				err = protocol.Errorf(protocol.ErrUnavailable, "%s did not answer configure within %s; restart it ('open-conduit extension restart %s') so it runs this generation", x.name, reconfigureTimeout, x.name)
+			}
+			if err != nil {
 				d.logger.Error("configure", "extension", x.name, "err", err)
 				mu.Lock()
 				refused = append(refused, client.Refusal{Extension: x.name, Code: codeOr(err, protocol.CodeConfigureRefused), Message: err.Error()})

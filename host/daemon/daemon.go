@@ -8,10 +8,12 @@
 //
 // # Start order
 //
-//  1. Read the config file and parse it (a named file that is missing is
-//     an error; only the default location falls back to the embedded
-//     default), then lock the state directory, reap what the packages of
-//     an earlier run that did not stop left running, and open the store.
+//  1. Refuse a config or state directory another user could change (the
+//     rules are in guard.go), read the config file and parse it (a named
+//     file that is missing is an error; only the default location falls
+//     back to the embedded default), then lock the state directory, reap
+//     what the packages of an earlier run that did not stop left running,
+//     and open the store.
 //  2. Discover the packages; a conflicting set refuses the start.
 //  3. Serve the management API (status answers "starting").
 //  4. Start every package at once; each first configure carries the empty
@@ -112,7 +114,7 @@ type Daemon struct {
 	// polls.
 	events eventsSignal
 
-	server *http.Server
+	server *api.Server
 	tasks  sync.WaitGroup
 	closed chan struct{}
 	once   sync.Once
@@ -169,12 +171,15 @@ func newDaemon(opts Options) (*Daemon, error) {
 
 func (d *Daemon) start(ctx context.Context) error {
 	// The config is read first: a wrong --config touches nothing.
+	if err := d.guardConfig(); err != nil {
+		return err
+	}
 	startup, err := d.readConfig()
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.opts.StateDir, 0o700); err != nil {
-		return fmt.Errorf("creating the state directory %s: %w", d.opts.StateDir, err)
+	if err := d.prepareState(); err != nil {
+		return err
 	}
 	if err := d.takeLock(); err != nil {
 		return err
@@ -240,6 +245,8 @@ func (d *Daemon) serveAPI() error {
 	// The lock proves no other daemon owns this state directory, so a socket
 	// left here is a crashed daemon's.
 	_ = os.Remove(path)
+	// The umask (prepareState) makes the socket owner-only as it is
+	// created; the chmod only trims the execute bit.
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", path, err)
@@ -248,7 +255,7 @@ func (d *Daemon) serveAPI() error {
 		ln.Close()
 		return err
 	}
-	d.server = &http.Server{Handler: api.Handler(d), ReadHeaderTimeout: 10 * time.Second}
+	d.server = api.NewServer(d, api.ServerOptions{MaxConns: apiConnections(), Logger: d.logger})
 	go func() {
 		if err := d.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.logger.Error("management API stopped", "err", err)

@@ -8,16 +8,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extensions/hello"
+	"github.com/open-conduit/open-conduit/fixtures/probe"
 	"github.com/open-conduit/open-conduit/host/daemon"
 	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// TestDoctorDuringAppliesAndRestarts runs doctor, status and the extension
-// views while configs are applied and packages restarted, in one process,
-// so the race detector sees every reader beside every writer.
+// TestDoctorDuringAppliesAndRestarts runs doctor, status, the extension
+// views, logs (tail and follow), events (pages and long polls) and calls
+// while configs are applied and packages restarted, in one process, so the
+// race detector sees every reader beside every writer.
 func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 	e := daemontest.New(t, bins)
 	d, err := daemon.Start(context.Background(), daemon.Options{
@@ -39,6 +43,13 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 	var readers, restarts sync.WaitGroup
 	stop := make(chan struct{})
 	errs := make(chan error, 100)
+	// fail keeps the first errors; a reader never blocks on reporting.
+	fail := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
 	readers.Add(1)
 	go func() {
 		defer readers.Done()
@@ -50,21 +61,64 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 			}
 			doc := d.Doctor(ctx)
 			if len(doc.Checks) == 0 {
-				errs <- errorf("doctor answered no checks")
+				fail(errorf("doctor answered no checks"))
 			}
 			_ = d.Status()
 			_ = d.Extensions()
 			if _, err := d.Config(); err != nil {
-				errs <- err
+				fail(err)
 			}
 		}
 	}()
+	read := func(op func()) {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				op()
+			}
+		}()
+	}
+	read(func() {
+		l, err := d.Log(hello.Name, 20)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if _, err := d.LogAfter(ctx, probe.Name, l.Offset, 10*time.Millisecond); err != nil {
+			fail(err)
+		}
+	})
+	var after uint64
+	read(func() {
+		page, err := d.Events(ctx, client.EventsQuery{After: after, Limit: 20, Wait: 10 * time.Millisecond})
+		if err != nil {
+			fail(err)
+		}
+		after = max(after, page.Next)
+	})
+	read(func() {
+		// hello restarts meanwhile, so a call may find it not running, or
+		// lose it mid-call; either is an answer.
+		res, err := d.Call(ctx, hello.Name, client.CallRequest{Operation: "hello.greet", Scope: "beta", Input: map[string]any{"name": "ada"}})
+		switch {
+		case err != nil && protocol.CodeOf(err) != protocol.CodeUnavailable:
+			fail(err)
+		case err == nil && res.Code != "" && res.Code != protocol.CodeTransport && res.Code != protocol.CodeShuttingDown && res.Code != protocol.CodeUnavailable:
+			fail(errorf("hello.greet refused " + res.Code + ": " + res.Message))
+		}
+	})
 	restarts.Add(1)
 	go func() {
 		defer restarts.Done()
 		for range 4 {
 			if _, err := d.Restart(ctx, hello.Name, daemontest.Deadline); err != nil {
-				errs <- err
+				fail(err)
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/extensions"
 	"github.com/open-conduit/open-conduit/host/config"
@@ -209,5 +210,44 @@ func TestOfflineStartsEachPackageForValidateAlone(t *testing.T) {
 	g, ps = run(`{"scopes": [{"id": "s", "entries": [{"name": "h", "type": "hello", "config": {"greeting": "hi"}}]}]}`)
 	if g == nil || len(ps) != 0 {
 		t.Fatalf("a config hello accepts: generation %v, problems:\n%v", g, ps)
+	}
+}
+
+// TestRunNamesThePackageWhoseValidateHung: acme's validate never answers
+// and hello's does at once; the validation ends at the deadline, and its
+// problem is at acme's object, naming acme, while hello's object has none.
+func TestRunNamesThePackageWhoseValidateHung(t *testing.T) {
+	hangs := func(ctx context.Context, _ protocol.ValidateParams) (protocol.ValidateResult, error) {
+		<-ctx.Done()
+		return protocol.ValidateResult{}, ctx.Err()
+	}
+	answers := func(context.Context, protocol.ValidateParams) (protocol.ValidateResult, error) {
+		return protocol.ValidateResult{}, nil
+	}
+	run := func(acmeCaller validate.Caller) (*config.Generation, config.Problems) {
+		ask := func(ctx context.Context, a validate.Ask) config.Problems {
+			if a.Manifest.Name == "acme" {
+				return validate.With(ctx, "acme", acmeCaller, a.Objects)
+			}
+			return validate.With(ctx, a.Manifest.Name, answers, a.Objects)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		text := `{"scopes":[{"id":"s","entries":[{"name":"h","type":"hello","config":{}},{"name":"a","type":"acme"},{"name":"b","type":"acme"}]}]}`
+		return validate.Run(ctx, validate.Input{Text: []byte(text), Running: []*protocol.Manifest{helloManifest(), acme()}, Ask: ask})
+	}
+	g, ps := run(hangs)
+	if g != nil || len(ps) != 2 {
+		t.Fatalf("generation %v, problems:\n%v", g, ps)
+	}
+	for i, p := range ps {
+		if want := fmt.Sprintf("/scopes/0/entries/%d/config", i+1); p.Path != want || p.Code != validate.CodeExtensionUnavailable ||
+			!strings.HasPrefix(p.Message, "acme did not answer validate within") || strings.Contains(p.Message, "hello") {
+			t.Errorf("problem %d: %+v", i, p)
+		}
+	}
+	// Negative control: acme answering, the same config passes.
+	if g, ps := run(answers); g == nil || len(ps) != 0 {
+		t.Fatalf("acme answering: generation %v, problems:\n%v", g, ps)
 	}
 }

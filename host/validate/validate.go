@@ -34,19 +34,39 @@ const maxMessage = 300
 // Object is one config object a package checks, and where it is.
 type Object = config.Object
 
+// Timeout bounds one package's validate of all its objects in one
+// validation. The daemon holds its apply lock and every package's op lock
+// while it validates, so a package whose validate hangs costs an apply (and
+// a restart asked for meanwhile) at most this long, and is named as the
+// one that hung.
+const Timeout = 10 * time.Second
+
 // Caller calls validate on a package.
 type Caller func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error)
 
-// With checks objects through call. A refusal is an error at the object's
-// path with the package's message (one line, capped); its warnings are
-// warnings; a package that does not serve validate accepts everything; a
-// package that fails otherwise refuses its objects as unavailable.
+// With checks objects through call, within Timeout (or ctx's deadline when
+// that is sooner). A refusal is an error at the object's path with the
+// package's message (one line, capped); its warnings are warnings; a
+// package that does not serve validate accepts everything; a package that
+// fails otherwise refuses its objects as unavailable, and one that runs out
+// of time refuses them as unavailable saying it did not answer in time.
 func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Problems {
+	budget := Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl))
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	var ps config.Problems
-	for _, o := range objs {
+	for i, o := range objs {
 		res, err := call(ctx, o.Params)
 		switch {
 		case errors.Is(err, protocol.ErrMethodNotFound):
+			return ps
+		case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+			for _, rest := range objs[i:] {
+				ps = append(ps, hung(rest.Path, pkg, budget))
+			}
 			return ps
 		case couldNotAnswer(err):
 			ps = append(ps, unavailable(o.Path, pkg, err))
@@ -60,6 +80,15 @@ func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Pr
 		}
 	}
 	return ps
+}
+
+// hung is the problem of an object whose package did not answer validate
+// in time: the package is named, since nothing is wrong with the object
+// that anyone knows.
+func hung(path, pkg string, budget time.Duration) config.Problem {
+	return config.Problem{Path: path, Code: CodeExtensionUnavailable, Severity: config.Error,
+		Message: fmt.Sprintf("%s did not answer validate within %s, so this object is unchecked: %s's validate may be hung. Read 'open-conduit logs %s', restart it with 'open-conduit extension restart %s', and apply again",
+			pkg, budget.Round(time.Millisecond), pkg, pkg, pkg)}
 }
 
 // couldNotAnswer reports an error that says nothing about the config: the

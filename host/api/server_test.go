@@ -1,0 +1,151 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// held is a Daemon whose status answers at once and whose events wait
+// until release is closed, so a test can keep handlers running.
+type held struct {
+	Daemon
+	release chan struct{}
+	waiting chan struct{}
+}
+
+func (h *held) Status() client.Status { return client.Status{Phase: client.PhaseRunning} }
+
+func (h *held) Events(context.Context, client.EventsQuery) (client.Events, error) {
+	h.waiting <- struct{}{}
+	<-h.release
+	return client.Events{}, nil
+}
+
+// serve runs a Server of d on a real socket and returns its path.
+func serve(t *testing.T, d Daemon, maxConns int) (string, *Server) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(d, ServerOptions{MaxConns: maxConns})
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return path, s
+}
+
+// get sends one GET on a new connection and returns the connection, kept
+// alive, and the answer's status and error shape.
+func get(t *testing.T, path, target string) (net.Conn, int, client.Error) {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: oc\r\n\r\n", target)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		c.Close()
+		return nil, 0, client.Error{Message: err.Error()}
+	}
+	data, _ := io.ReadAll(resp.Body)
+	var e client.Error
+	if resp.StatusCode != http.StatusOK {
+		_ = json.Unmarshal(data, &e)
+	}
+	return c, resp.StatusCode, e
+}
+
+// TestConnectionsOverTheBoundReplaceIdleOnes: idle kept-alive connections
+// past the bound do not keep a newcomer out: each new one replaces the
+// longest idle. Only when every connection is being answered is a
+// newcomer refused, with 503 overloaded in the API's error shape.
+func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
+	const bound = 4
+	h := &held{release: make(chan struct{}), waiting: make(chan struct{}, bound)}
+	path, s := serve(t, h, bound)
+	var idle []net.Conn
+	for range 3 * bound {
+		c, status, e := get(t, path, "/v1/status")
+		if status != http.StatusOK {
+			t.Fatalf("status with idle connections open: %d %+v", status, e)
+		}
+		idle = append(idle, c)
+	}
+	s.conns.mu.Lock()
+	open := len(s.conns.open)
+	s.conns.mu.Unlock()
+	if open > bound {
+		t.Errorf("%d connections open, over the bound %d", open, bound)
+	}
+	// The server closed the idle ones it replaced: a request on one of
+	// those fails, on one still open it is answered.
+	answered := 0
+	for _, c := range idle {
+		fmt.Fprintf(c, "GET /v1/status HTTP/1.1\r\nHost: oc\r\n\r\n")
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil && resp.StatusCode == http.StatusOK {
+			answered++
+		}
+		c.Close()
+	}
+	if answered > bound || answered == 0 {
+		t.Errorf("%d of the %d idle connections still answered; want at most the bound, %d, and some", answered, len(idle), bound)
+	}
+
+	// Every slot answering a long poll: a newcomer is refused.
+	for range bound {
+		go func() {
+			c, status, e := get(t, path, "/v1/events?wait=30")
+			if c != nil {
+				c.Close()
+			}
+			if status != http.StatusOK {
+				t.Errorf("a long poll: %d %+v", status, e)
+				h.waiting <- struct{}{}
+			}
+		}()
+		<-h.waiting
+	}
+	c, status, e := get(t, path, "/v1/status")
+	if c != nil {
+		c.Close()
+	}
+	if status != http.StatusServiceUnavailable || e.Code != protocol.CodeOverloaded || !strings.Contains(e.Message, "try again") {
+		t.Errorf("a newcomer with every slot answering: %d %+v", status, e)
+	}
+	close(h.release)
+	// Negative control: once the answers are done, a newcomer is served.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, status, _ := get(t, path, "/v1/status")
+		if c != nil {
+			c.Close()
+		}
+		if status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after the long polls ended: %d", status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
