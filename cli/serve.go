@@ -20,6 +20,7 @@ var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.Lev
 
 func serveCommand() *command {
 	var level, format string
+	var acceptLoss bool
 	return &command{
 		name:  "serve",
 		short: "run the daemon headless",
@@ -29,11 +30,14 @@ func serveCommand() *command {
 			"API on a socket in the state directory. A named config file that is missing is\n" +
 			"an error. SIGHUP reads the config file again and applies it (as config apply\n" +
 			"does), logging the outcome; SIGINT or SIGTERM stops the daemon. The log goes\n" +
-			"to stderr.",
+			"to stderr. A state directory that ran a store refuses to start on one that\n" +
+			"is missing, empty, or lost acknowledged commits, saying why, until restored\n" +
+			"from a backup or accepted with --accept-store-loss.",
 		state: true, config: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&level, "log-level", "info", "the least severe log lines written: debug, info, warn or error")
 			fs.StringVar(&format, "log-format", "text", "the log's form: text (key=value) or json (an object a line)")
+			fs.BoolVar(&acceptLoss, "accept-store-loss", false, "start on the store as it is although it lost what this state directory recorded (missing or empty, another store, or fewer commits than were acknowledged), instead of refusing; for one start, as the record then follows the store")
 		},
 		run: func(r *runner, _ []string) error {
 			logger, err := newLogger(r.stderr, level, format)
@@ -48,6 +52,7 @@ func serveCommand() *command {
 			d, err := daemon.Start(r.ctx, daemon.Options{
 				StateDir: r.place.State, ConfigFile: r.place.ConfigFile, ConfigNamed: r.place.Named,
 				Bundled: bundledDir(), Served: served(), Version: Version, Logger: logger,
+				AcceptStoreLoss: acceptLoss,
 			})
 			if err != nil {
 				return err
