@@ -5,19 +5,27 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/open-conduit/open-conduit/client"
 )
 
 func doctorCommand() *command {
+	var deep bool
 	return &command{
 		name:  "doctor",
 		short: "check the running daemon and its packages",
 		long: "Run the daemon's checks and every package's declared doctor checks, and print\n" +
 			"each with its status and code; under a failing or warning check whose code has\n" +
-			"a remedy, the remedy says what to change. Exits 1 when any check fails.",
+			"a remedy, the remedy says what to change. Exits 1 when any check fails.\n" +
+			"--deep also reads the whole store (every block's checksum, Pebble's\n" +
+			"consistency check of its levels), naming any damaged file.",
 		state: true, json: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&deep, "deep", false, "also read the whole store and check every file (up to 45 s)")
+		},
 		run: func(r *runner, _ []string) error {
-			doc, err := client.New(r.place.State).Doctor(r.ctx)
+			doc, err := client.New(r.place.State).Doctor(r.ctx, client.DoctorOptions{Deep: deep})
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.Lev
 
 func serveCommand() *command {
 	var level, format string
+	var acceptLoss bool
 	return &command{
 		name:  "serve",
 		short: "run the daemon headless",
@@ -33,11 +34,15 @@ func serveCommand() *command {
 			"does), logging the outcome. SIGINT or SIGTERM stops the daemon: it waits up\n" +
 			"to 10 seconds for the packages to stop, then kills them; a second SIGINT or\n" +
 			"SIGTERM kills them at once and exits non-zero. The log goes to stderr; a line\n" +
-			"repeated within 10 seconds is counted, not repeated.",
+			"repeated within 10 seconds is counted, not repeated. A state directory that\n" +
+			"ran a store refuses to start on one that is missing, empty, or lost\n" +
+			"acknowledged commits, saying why, until restored from a backup or accepted\n" +
+			"with --accept-store-loss.",
 		state: true, config: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&level, "log-level", "info", "the least severe log lines written: debug, info, warn or error")
 			fs.StringVar(&format, "log-format", "text", "the log's form: text (key=value) or json (an object a line)")
+			fs.BoolVar(&acceptLoss, "accept-store-loss", false, "start on the store as it is although it lost what this state directory recorded (missing or empty, another store, or fewer commits than were acknowledged), instead of refusing; for one start, as the record then follows the store")
 		},
 		run: func(r *runner, _ []string) error {
 			logger, flush, err := newLogger(r.stderr, level, format)
@@ -57,6 +62,7 @@ func serveCommand() *command {
 			d, err := daemon.Start(r.ctx, daemon.Options{
 				StateDir: r.place.State, ConfigFile: r.place.ConfigFile, ConfigNamed: r.place.Named,
 				Bundled: bundledDir(), Served: served(), Version: Version, Logger: logger,
+				AcceptStoreLoss: acceptLoss,
 			})
 			if err != nil {
 				return err

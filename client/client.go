@@ -215,10 +215,16 @@ func (c *Client) ReloadConfig(ctx context.Context) (Applied, error) {
 	return a, c.do(ctx, http.MethodPost, "/v1/config/reload", []byte("{}"), &a)
 }
 
-// Doctor runs the daemon's checks.
-func (c *Client) Doctor(ctx context.Context) (Doctor, error) {
+// Doctor runs the daemon's checks; opts may ask for the deep ones too.
+func (c *Client) Doctor(ctx context.Context, opts ...DoctorOptions) (Doctor, error) {
+	path := "/v1/doctor"
+	for _, o := range opts {
+		if o.Deep {
+			path = "/v1/doctor?deep=true"
+		}
+	}
 	var d Doctor
-	return d, c.do(ctx, http.MethodGet, "/v1/doctor", nil, &d)
+	return d, c.do(ctx, http.MethodGet, path, nil, &d)
 }
 
 // ValidateConfig checks a config text against the running packages.

@@ -245,3 +245,11 @@ type CallResult struct {
 	Code    string           `json:"code,omitempty"`
 	Message string           `json:"message,omitempty"`
 }
+
+// DoctorOptions choose what a doctor run includes beyond its usual checks.
+type DoctorOptions struct {
+	// Deep also reads the whole store: the checksum of every block of every
+	// file, and Pebble's consistency check of its levels. It costs a read
+	// of the store, up to 45 s.
+	Deep bool
+}

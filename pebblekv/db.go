@@ -2,6 +2,9 @@ package pebblekv
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,24 +13,45 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // Sentinel errors of the store itself. Refusals an extension can cause are
-// protocol errors (protocol.ErrConflict, …) instead.
+// protocol errors (protocol.ErrConflict, protocol.ErrStorageFull, …) instead.
 var (
 	// ErrClosed is returned by Update and View after Close.
 	ErrClosed = errors.New("pebblekv: closed")
 	// ErrTxDone is returned by a Tx or Reader used after its Update or View
 	// returned.
 	ErrTxDone = errors.New("pebblekv: transaction is done")
+	// ErrNoStore is returned by Open with MustExist or ReadOnly when the
+	// directory holds no store.
+	ErrNoStore = errors.New("pebblekv: no store in the directory")
+	// ErrReadOnly is returned by Update on a store opened ReadOnly.
+	ErrReadOnly = errors.New("pebblekv: the store was opened read-only")
+	// ErrDamaged is wrapped by every error of a read that met a damaged
+	// store file (a *DamageError says which).
+	ErrDamaged = errors.New("pebblekv: a store file is damaged")
+	// ErrFailed is wrapped by every Update and View after Pebble failed in a
+	// way it cannot go on from (a write the WAL or MANIFEST could not take):
+	// the store answers nothing until it is opened again.
+	ErrFailed = errors.New("pebblekv: the store stopped")
 )
 
 // storeFormat is the layout version of this package's keys, recorded under
 // 'm' "format". A store written by a newer layout is refused at Open.
 const storeFormat = 1
+
+// The store's identity and commit count, under famMeta beside the other
+// meta keys (keys.go): written by the store itself, out of every
+// extension's reach.
+var (
+	metaID      = []byte{famMeta, 'i', 'd'}
+	metaCommits = []byte{famMeta, 'c', 'o', 'm', 'm', 'i', 't', 's'}
+)
 
 // Options configures Open. A nil *Options means every default.
 type Options struct {
@@ -39,6 +63,29 @@ type Options struct {
 	// CacheSize is the block cache's size in bytes; 0 means
 	// DefaultCacheSize.
 	CacheSize int64
+	// ReadOnly opens the store without changing a file: Pebble replays the
+	// WAL into memory only, and Update returns ErrReadOnly. It implies
+	// MustExist.
+	ReadOnly bool
+	// MustExist refuses a directory that holds no store (ErrNoStore)
+	// instead of creating one.
+	MustExist bool
+	// Reserve is the free space, in bytes, an Update must leave on the
+	// store's filesystem; one that would leave less is refused with
+	// protocol.ErrStorageFull before Pebble sees it, because Pebble cannot
+	// go on after a WAL write fails. 0 means DefaultReserve; a negative
+	// Reserve turns the check off.
+	Reserve int64
+	// Committed, when set, is called after each Update's batch commits
+	// (synced, unless NoSync), with the store's commit number (Commits).
+	// It runs under the writer lock, so calls come in order; it must be
+	// quick.
+	Committed func(commit uint64)
+	// ManifestSynced, when set, is called after Pebble synced a change to
+	// its MANIFEST (a flush, a compaction, a new MANIFEST), with how far the
+	// MANIFEST now reaches. It runs on Pebble's goroutines, and never with
+	// a smaller mark than an earlier call.
+	ManifestSynced func(ManifestMark)
 }
 
 // DefaultCacheSize is the block cache's size when Options leave it 0. Pebble's
@@ -47,11 +94,26 @@ type Options struct {
 // against 96% at 200,000 Events), and accepting is about half as fast.
 const DefaultCacheSize = 64 << 20
 
+// DefaultReserve is the free space an Update leaves on the store's
+// filesystem when Options leave Reserve 0: room for a memtable flush, a
+// MANIFEST rotation and the WAL's next file, which Pebble writes without
+// asking. Each Update also needs twice its own size (the WAL, then the
+// flush).
+const DefaultReserve = 32 << 20
+
 // DB is the durable store. It is safe for concurrent use: Views run in
 // parallel with each other and with one Update at a time.
 type DB struct {
 	pdb   *pebble.DB
+	dir   string
 	write *pebble.WriteOptions
+	// po are the options pdb was opened with (the deep check reads the
+	// files with them).
+	po        *pebble.Options
+	readOnly  bool
+	reserve   int64
+	committed func(uint64)
+	manifest  manifestWatch
 
 	// life guards pdb against Close: Update and View hold it shared, Close
 	// exclusively, so Close waits for every transaction in flight.
@@ -63,74 +125,190 @@ type DB struct {
 	// commit and no concurrent one. A Pebble batch detects no conflicts; this
 	// mutex is what makes an Update a transaction.
 	writer sync.Mutex
+
+	// id and commits identify the store and count its Updates; commits is
+	// written under writer and read by anyone.
+	id      string
+	commits atomic.Uint64
+
+	health health
 }
 
 // Open opens the store in dir, creating dir (mode 0700) and the store when
-// they do not exist.
-func Open(dir string, opts *Options) (*DB, error) {
+// they do not exist, unless opts say MustExist or ReadOnly. Pebble's
+// recovery report (each WAL replayed, where it stopped) is kept: Recovery.
+func Open(dir string, opts *Options) (_ *DB, err error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	mustExist := opts.MustExist || opts.ReadOnly
+	if mustExist {
+		if !storeIn(dir) {
+			return nil, fmt.Errorf("%w %s", ErrNoStore, dir)
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	db := &DB{dir: dir, write: pebble.Sync, readOnly: opts.ReadOnly, reserve: opts.Reserve, committed: opts.Committed}
+	db.manifest.notify = opts.ManifestSynced
+	if db.reserve == 0 {
+		db.reserve = DefaultReserve
 	}
-	cacheSize := opts.CacheSize
-	if cacheSize <= 0 {
-		cacheSize = DefaultCacheSize
-	}
-	po := &pebble.Options{
-		Logger: slogLogger{logger},
-		// Pinned rather than FormatNewest, so a Pebble upgrade never
-		// ratchets the on-disk format by itself. It includes WAL sync
-		// chunks, which tell a torn tail from corruption on replay.
-		FormatMajorVersion: pebble.FormatTableFormatV6,
-		CacheSize:          cacheSize,
-	}
-	// Bloom filters keep point lookups of absent keys (dedupe, absence
-	// checks) off the disk; every level inherits L0's policy.
-	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	pdb, err := pebble.Open(dir, po)
-	if err != nil {
-		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
-	}
-	db := &DB{pdb: pdb, write: pebble.Sync}
 	if opts.NoSync {
 		db.write = pebble.NoSync
 	}
-	if err := db.checkFormat(); err != nil {
+	db.health.init(opts.Logger)
+	db.po = db.pebbleOptions(opts, mustExist)
+	defer db.recoverFatal(&err)
+	pdb, err := pebble.Open(dir, db.po)
+	switch {
+	case errors.Is(err, pebble.ErrDBDoesNotExist):
+		return nil, fmt.Errorf("%w %s", ErrNoStore, dir)
+	case err != nil:
+		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
+	}
+	db.pdb = pdb
+	db.health.opened(dir)
+	db.manifest.opened(db.health.manifestPath())
+	if err := db.loadMeta(); err != nil {
 		_ = pdb.Close()
 		return nil, err
 	}
 	return db, nil
 }
 
-// checkFormat records the store's layout version in a new store and refuses
-// a store written by a newer one.
-func (db *DB) checkFormat() error {
-	v, c, err := db.pdb.Get(metaFormat)
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		return db.pdb.Set(metaFormat, []byte(strconv.Itoa(storeFormat)), pebble.Sync)
-	case err != nil:
-		return fmt.Errorf("pebblekv: read store format: %w", err)
-	}
-	defer c.Close()
-	n, err := strconv.Atoi(string(v))
+// storeIn reports whether dir holds a Pebble store: Pebble's marker of its
+// current MANIFEST (or, in stores older than markers, CURRENT). Checked
+// before Pebble opens dir, which would create its lock file in it.
+func storeIn(dir string) bool {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("pebblekv: store format %q is unreadable", v)
+		return false
 	}
-	if n > storeFormat {
-		return fmt.Errorf("pebblekv: the store was written by a newer Open Conduit (layout %d, this build reads %d); run the newer release or restore a backup", n, storeFormat)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "marker.manifest.") || e.Name() == "CURRENT" {
+			return true
+		}
+	}
+	return false
+}
+
+// pebbleOptions are the Pebble options of a store opened with opts.
+func (db *DB) pebbleOptions(opts *Options, mustExist bool) *pebble.Options {
+	cacheSize := opts.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	po := &pebble.Options{
+		Logger: slogLogger{l: db.health.log, h: &db.health},
+		// Pinned rather than FormatNewest, so a Pebble upgrade never
+		// ratchets the on-disk format by itself. It includes WAL sync
+		// chunks, which tell a torn tail from corruption on replay.
+		FormatMajorVersion: pebble.FormatTableFormatV6,
+		CacheSize:          cacheSize,
+		ReadOnly:           opts.ReadOnly,
+		ErrorIfNotExists:   mustExist,
+		// Pebble's defaults for these two end the process; the store
+		// reports them instead (Health), and the reads that meet a damaged
+		// file fail naming it.
+		EventListener: &pebble.EventListener{
+			DataCorruption:  db.health.damaged,
+			BackgroundError: db.health.background,
+			FlushEnd: func(i pebble.FlushInfo) {
+				if i.Err == nil {
+					db.manifest.synced("")
+				}
+			},
+			CompactionEnd: func(i pebble.CompactionInfo) {
+				if i.Err == nil {
+					db.manifest.synced("")
+				}
+			},
+			ManifestCreated: func(i pebble.ManifestCreateInfo) {
+				if i.Err == nil {
+					db.manifest.synced(i.Path)
+				}
+			},
+		},
+	}
+	// Bloom filters keep point lookups of absent keys (dedupe, absence
+	// checks) off the disk; every level inherits L0's policy.
+	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	return po
+}
+
+// loadMeta reads the store's layout version, identity and commit count,
+// and gives a new store its layout version and identity. A store written
+// by a newer layout is refused.
+func (db *DB) loadMeta() error {
+	r := &Reader{src: db.pdb}
+	v, found, err := r.get(metaFormat)
+	if err != nil {
+		return db.named(fmt.Errorf("pebblekv: read store format: %w", err))
+	}
+	if found {
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			return fmt.Errorf("pebblekv: store format %q is unreadable", v)
+		}
+		if n > storeFormat {
+			return fmt.Errorf("pebblekv: the store was written by a newer Open Conduit (layout %d, this build reads %d); run the newer release or restore a backup", n, storeFormat)
+		}
+	}
+	id, _, err := r.get(metaID)
+	if err != nil {
+		return db.named(fmt.Errorf("pebblekv: read store identity: %w", err))
+	}
+	c, _, err := r.get(metaCommits)
+	if err != nil {
+		return db.named(fmt.Errorf("pebblekv: read commit count: %w", err))
+	}
+	db.id = string(id)
+	if len(c) == 8 {
+		db.commits.Store(binary.BigEndian.Uint64(c))
+	}
+	if db.readOnly || (found && db.id != "") {
+		return nil
+	}
+	return db.initMeta(found)
+}
+
+// initMeta records a new store's layout version and gives the store its
+// identity (a store from before identities gets one too).
+func (db *DB) initMeta(hasFormat bool) error {
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	if !hasFormat {
+		_ = b.Set(metaFormat, []byte(strconv.Itoa(storeFormat)), nil)
+	}
+	if db.id == "" {
+		var raw [16]byte
+		_, _ = rand.Read(raw[:])
+		db.id = hex.EncodeToString(raw[:])
+		_ = b.Set(metaID, []byte(db.id), nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("pebblekv: record the store's format: %w", err)
 	}
 	return nil
 }
 
+// ID is the store's identity: random, given when the store was created, and
+// never changed. A copy or backup of the store has the same ID; another
+// store has another. It is "" only in a store opened ReadOnly that never
+// ran read-write.
+func (db *DB) ID() string { return db.id }
+
+// Commits is the number of Updates that committed writes since the store
+// was created, as recovered at Open and counted since.
+func (db *DB) Commits() uint64 { return db.commits.Load() }
+
+// Dir is the store's directory.
+func (db *DB) Dir() string { return db.dir }
+
 // Close closes the store after every Update and View in flight returns.
-// Later calls return ErrClosed.
+// Later calls return ErrClosed. A store that failed (ErrFailed) is left to
+// the process's end: Pebble cannot close what it stopped in the middle of.
 func (db *DB) Close() error {
 	db.life.Lock()
 	defer db.life.Unlock()
@@ -138,6 +316,9 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	if err := db.health.failure(); err != nil {
+		return err
+	}
 	return db.pdb.Close()
 }
 
@@ -155,43 +336,79 @@ func (db *DB) Close() error {
 // Updates hold the DB's writer mutex from start to commit, so they run one at
 // a time, each seeing every earlier commit. fn must not call Update or View
 // on the same DB: it would deadlock. Read through tx instead.
-func (db *DB) Update(fn func(tx *Tx) error) error {
+//
+// # Refusals
+//
+// A batch that would leave less than the reserve free on the store's
+// filesystem is refused with protocol.ErrStorageFull, at once and with
+// nothing written; the next Update checks again, so writes resume as soon as
+// there is room. A read that meets a damaged file returns a *DamageError.
+func (db *DB) Update(fn func(tx *Tx) error) (err error) {
 	db.life.RLock()
 	defer db.life.RUnlock()
-	if db.closed {
-		return ErrClosed
+	if err := db.usable(); err != nil {
+		return err
+	}
+	if db.readOnly {
+		return ErrReadOnly
 	}
 	db.writer.Lock()
 	defer db.writer.Unlock()
+	defer db.recoverFatal(&err)
 	b := db.pdb.NewIndexedBatch()
 	defer b.Close()
 	tx := &Tx{Reader: &Reader{src: b}, b: b}
 	defer tx.close()
 	if err := fn(tx); err != nil {
-		return err
+		return db.named(err)
 	}
 	if b.Empty() {
 		return nil
 	}
+	return db.commit(b)
+}
+
+// commit counts and commits b, unless the disk lacks the room for it.
+func (db *DB) commit(b *pebble.Batch) error {
+	n := db.commits.Load() + 1
+	if err := b.Set(metaCommits, binary.BigEndian.AppendUint64(nil, n), nil); err != nil {
+		return fmt.Errorf("pebblekv: set: %w", err)
+	}
+	if err := db.room(int64(b.Len())); err != nil {
+		return err
+	}
 	if err := b.Commit(db.write); err != nil {
 		return fmt.Errorf("pebblekv: commit: %w", err)
+	}
+	db.commits.Store(n)
+	if db.committed != nil {
+		db.committed(n)
 	}
 	return nil
 }
 
 // View runs fn against a consistent snapshot: every read inside it sees the
 // same committed state, whatever commits meanwhile.
-func (db *DB) View(fn func(r *Reader) error) error {
+func (db *DB) View(fn func(r *Reader) error) (err error) {
 	db.life.RLock()
 	defer db.life.RUnlock()
-	if db.closed {
-		return ErrClosed
+	if err := db.usable(); err != nil {
+		return err
 	}
+	defer db.recoverFatal(&err)
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	r := &Reader{src: snap}
 	defer r.close()
-	return fn(r)
+	return db.named(fn(r))
+}
+
+// usable refuses a closed or failed store; the caller holds life.
+func (db *DB) usable() error {
+	if db.closed {
+		return ErrClosed
+	}
+	return db.health.failure()
 }
 
 // source is what a Reader reads: a snapshot (View) or an indexed batch over
@@ -300,33 +517,6 @@ func (tx *Tx) delete(key []byte) error {
 		return fmt.Errorf("pebblekv: delete: %w", err)
 	}
 	return nil
-}
-
-// slogLogger carries Pebble's log lines to a slog.Logger.
-type slogLogger struct{ l *slog.Logger }
-
-func logLine(format string, args []any) string {
-	return strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")
-}
-
-// Infof implements pebble.Logger. Pebble's informational lines (WAL and
-// compaction chatter) are the daemon's debug level: an operator's log at the
-// default level shows only what needs a look.
-func (s slogLogger) Infof(format string, args ...any) {
-	s.l.Debug(logLine(format, args), "component", "pebble")
-}
-
-// Errorf implements pebble.Logger.
-func (s slogLogger) Errorf(format string, args ...any) {
-	s.l.Error(logLine(format, args), "component", "pebble")
-}
-
-// Fatalf implements pebble.Logger: Pebble cannot go on, so neither can the
-// caller; the line is logged and the goroutine panics.
-func (s slogLogger) Fatalf(format string, args ...any) {
-	msg := logLine(format, args)
-	s.l.Error(msg, "component", "pebble", "fatal", true)
-	panic("pebble: fatal: " + msg)
 }
 
 // clone returns a copy of b that the caller owns.

@@ -247,17 +247,17 @@ func TestOpen(t *testing.T) {
 	t.Run("logs Pebble's lines to the logger, its info at debug level", func(t *testing.T) {
 		var buf bytes.Buffer
 		logger := slog.New(slog.NewTextHandler(&buf, nil))
-		slogLogger{logger}.Infof("hello %d\n", 1)
+		slogLogger{l: logger}.Infof("hello %d\n", 1)
 		if buf.Len() != 0 {
 			t.Errorf("Pebble's info line reached a logger at the default level: %q", buf.String())
 		}
-		slogLogger{logger}.Errorf("trouble %d\n", 2)
+		slogLogger{l: logger}.Errorf("trouble %d\n", 2)
 		if !strings.Contains(buf.String(), "trouble 2") || !strings.Contains(buf.String(), "component=pebble") {
 			t.Errorf("log %q", buf.String())
 		}
 		buf.Reset()
 		debug := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		slogLogger{debug}.Infof("hello %d\n", 1)
+		slogLogger{l: debug}.Infof("hello %d\n", 1)
 		if !strings.Contains(buf.String(), "hello 1") || !strings.Contains(buf.String(), "level=DEBUG") {
 			t.Errorf("at debug level: %q", buf.String())
 		}

@@ -29,6 +29,8 @@
 //	'r'     'r' len(kind) kind id                    record, JSON (work, wait, timer, execution, opresult)
 //	'm'     'm' "format"                             store layout version, decimal
 //	'm'     'm' "seq"                                latest sequence, 8 bytes big-endian
+//	'm'     'm' "id"                                 the store's identity, 32 hex digits, given at creation
+//	'm'     'm' "commits"                            Updates committed, 8 bytes big-endian (written by each)
 //	'm'     'm' "kvlayout" 0x00 extension            extension's KV layout version, decimal (core.extensions)
 //
 // An event's ID is protocol.EmittedEventID(source, delivery_id), so the ID
@@ -45,6 +47,21 @@
 // Update and CommitKV return only after the batch is synced to the WAL
 // (pebble.Sync), unless [Options.NoSync] is set, which only benchmarks do.
 // A batch applies entirely or not at all, including after a crash.
+//
+// # Faults
+//
+// Pebble recovers a store from its MANIFEST and WALs and stops reading
+// either at the first record it cannot read, saying so only in its log; the
+// store keeps that report ([DB.Recovery]) and counts its commits
+// ([DB.Commits]), so a caller holding a record of an earlier count or
+// MANIFEST ([Options.Committed], [Options.ManifestSynced]) can tell a
+// recovery that lost acknowledged writes. A read that meets a damaged file
+// is a [*DamageError] naming it, and the rest of the store still reads;
+// Pebble's default would end the process. An Update that would leave less
+// than the reserve free on the disk is refused with protocol.ErrStorageFull
+// before Pebble sees it, since Pebble cannot go on after a WAL write fails;
+// if it fails anyway, the store answers [ErrFailed] until it is opened
+// again, rather than a panic or a hang. [DB.Check] reads the whole store.
 //
 // # Ownership
 //

@@ -41,7 +41,7 @@ type Daemon interface {
 	Records(kind string) (client.Records, error)
 	Log(name string, tail int) (client.Log, error)
 	LogAfter(ctx context.Context, name string, offset int64, wait time.Duration) (client.Log, error)
-	Doctor(ctx context.Context) client.Doctor
+	Doctor(ctx context.Context, opts ...client.DoctorOptions) client.Doctor
 	Config() (client.ConfigView, error)
 	Validate(ctx context.Context, text []byte) (client.Validation, error)
 	Apply(ctx context.Context, text []byte) (client.Applied, error)
@@ -316,7 +316,16 @@ func (a adapter) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a adapter) doctor(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, a.d.Doctor(r.Context()))
+	var opts client.DoctorOptions
+	if s := r.URL.Query().Get("deep"); s != "" {
+		deep, err := strconv.ParseBool(s)
+		if err != nil {
+			writeError(w, protocol.Errorf(protocol.ErrInvalid, "deep must be true or false, not %q", s))
+			return
+		}
+		opts.Deep = deep
+	}
+	writeJSON(w, http.StatusOK, a.d.Doctor(r.Context(), opts))
 }
 
 func (a adapter) config(w http.ResponseWriter, _ *http.Request) {

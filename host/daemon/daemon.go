@@ -13,7 +13,8 @@
 //     file that is missing is an error; only the default location falls
 //     back to the embedded default), then lock the state directory, reap
 //     what the packages of an earlier run that did not stop left running,
-//     and open the store.
+//     and open the store under the marker's rules: a store that lost what
+//     the state directory recorded refuses the start (store.go).
 //  2. Discover the packages; a conflicting set refuses the start.
 //  3. Serve the management API (status answers "starting").
 //  4. Start every package at once; each first configure carries the empty
@@ -84,6 +85,11 @@ type Options struct {
 	// HandshakeTimeout bounds each package's initialize and configure
 	// (default 15 s).
 	HandshakeTimeout time.Duration
+	// AcceptStoreLoss starts on the store as it is when it lost what the
+	// state directory recorded (missing, empty, another store, fewer
+	// commits than acknowledged), instead of refusing the start. The
+	// record is then reset to that store, so it is for one start.
+	AcceptStoreLoss bool
 }
 
 // Daemon is a running open-conduit serve. Its methods are safe for
@@ -92,6 +98,7 @@ type Daemon struct {
 	opts    Options
 	dirs    config.Dirs
 	db      *pebblekv.DB
+	store   storeState
 	logger  *slog.Logger
 	started time.Time
 	lock    *os.File
@@ -187,11 +194,9 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err := d.reapOrphans(); err != nil {
 		return err
 	}
-	db, err := pebblekv.Open(d.dirs.Store(), &pebblekv.Options{Logger: d.logger})
-	if err != nil {
-		return fmt.Errorf("opening the store in %s: %w", d.dirs.Store(), err)
+	if err := d.openStore(); err != nil {
+		return err
 	}
-	d.db = db
 	pkgs, err := d.discover()
 	if err != nil {
 		return err
@@ -291,6 +296,7 @@ func (d *Daemon) shutdown(ctx context.Context) {
 		if d.db != nil {
 			_ = d.db.Close()
 		}
+		d.store.marker.close()
 		if d.lock != nil {
 			_ = d.lock.Close()
 		}

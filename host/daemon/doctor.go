@@ -8,7 +8,6 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
-	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
 )
@@ -16,24 +15,18 @@ import (
 // checkTimeout bounds one extension's doctor check.
 const checkTimeout = 10 * time.Second
 
-// Doctor runs the daemon's own checks and every declared check of every
-// running package. It never includes a config value or a secret.
-func (d *Daemon) Doctor(ctx context.Context) client.Doctor {
+// Doctor runs the daemon's checks and every declared check of every
+// running package; with opts Deep, the store's deep check too (a read of
+// the whole store). It never includes a config value or a secret.
+func (d *Daemon) Doctor(ctx context.Context, opts ...client.DoctorOptions) client.Doctor {
 	var checks []client.Check
 	add := func(c client.Check) { checks = append(checks, c) }
 
-	var seq uint64
-	err := d.db.View(func(r *pebblekv.Reader) error {
-		var err error
-		seq, err = r.LatestSequence()
-		return err
-	})
-	if err != nil {
-		add(client.Check{Name: "store", Status: protocol.CheckFail, Code: "store_unreadable", Detail: err.Error()})
-	} else {
-		add(client.Check{Name: "store", Status: protocol.CheckOK, Detail: fmt.Sprintf("%s, event log at sequence %d", d.dirs.Store(), seq)})
+	deep := false
+	for _, o := range opts {
+		deep = deep || o.Deep
 	}
-
+	checks = append(checks, d.storeChecks(ctx, deep)...)
 	add(configCheck(d.gen.Load(), d.Phase()))
 	exts := d.Extensions()
 	for _, p := range exts.Skipped {
