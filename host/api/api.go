@@ -202,26 +202,29 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-// uintParam reads a non-negative integer query parameter (absent: 0).
-func uintParam(r *http.Request, name string) (uint64, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return 0, nil
+// params reads a request's query parameters; the first one that does not
+// parse is kept as err, and the reads after it answer zero.
+type params struct {
+	r   *http.Request
+	err error
+}
+
+// uint reads a non-negative integer (absent: 0).
+func (p *params) uint(name string) uint64 {
+	s := p.r.URL.Query().Get(name)
+	if s == "" || p.err != nil {
+		return 0
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, protocol.Errorf(protocol.ErrInvalid, "%s must be a non-negative integer, not %q", name, s)
+		p.err = protocol.Errorf(protocol.ErrInvalid, "%s must be a non-negative integer, not %q", name, s)
 	}
-	return n, nil
+	return n
 }
 
-// waitParam reads a long poll's wait in seconds, capped at MaxWait.
-func waitParam(r *http.Request) (time.Duration, error) {
-	n, err := uintParam(r, "wait")
-	if err != nil {
-		return 0, err
-	}
-	return min(time.Duration(n)*time.Second, MaxWait), nil
+// wait reads a long poll's wait in seconds, capped at MaxWait.
+func (p *params) wait() time.Duration {
+	return min(time.Duration(p.uint("wait"))*time.Second, MaxWait)
 }
 
 func (a adapter) status(w http.ResponseWriter, _ *http.Request) {
@@ -259,22 +262,13 @@ func (a adapter) rescan(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a adapter) events(w http.ResponseWriter, r *http.Request) {
-	after, err := uintParam(r, "after")
-	if err != nil {
-		writeError(w, err)
+	p := params{r: r}
+	q := client.EventsQuery{After: p.uint("after"), Limit: int(min(p.uint("limit"), uint64(protocol.StateEventsMax))),
+		Scope: r.URL.Query().Get("scope"), Wait: p.wait()}
+	if p.err != nil {
+		writeError(w, p.err)
 		return
 	}
-	limit, err := uintParam(r, "limit")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	wait, err := waitParam(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	q := client.EventsQuery{After: after, Limit: int(min(limit, uint64(protocol.StateEventsMax))), Scope: r.URL.Query().Get("scope"), Wait: wait}
 	res, err := a.d.Events(r.Context(), q)
 	answer(w, res, err)
 }
@@ -287,25 +281,20 @@ func (a adapter) records(kind string) http.HandlerFunc {
 }
 
 func (a adapter) logs(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name, p := r.PathValue("name"), params{r: r}
 	if r.URL.Query().Has("from") {
-		from, err := uintParam(r, "from")
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		wait, err := waitParam(r)
-		if err != nil {
-			writeError(w, err)
+		from, wait := p.uint("from"), p.wait()
+		if p.err != nil {
+			writeError(w, p.err)
 			return
 		}
 		res, err := a.d.LogAfter(r.Context(), name, int64(from), wait)
 		answer(w, res, err)
 		return
 	}
-	tail, err := uintParam(r, "tail")
-	if err != nil {
-		writeError(w, err)
+	tail := p.uint("tail")
+	if p.err != nil {
+		writeError(w, p.err)
 		return
 	}
 	if tail == 0 {
