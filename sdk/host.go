@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"sync"
-	"sync/atomic"
 
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
@@ -20,7 +19,9 @@ import (
 // to Configure, Migrate, tasks and checks, and HostFrom finds it inside any
 // handler. It is safe for concurrent use.
 type Host struct {
-	connp atomic.Pointer[jsonrpc.Conn]
+	// c is the connection to the host, set once before ready is closed.
+	c     *jsonrpc.Conn
+	ready chan struct{}
 	name  string
 
 	mu       sync.Mutex
@@ -39,9 +40,22 @@ func HostFrom(ctx context.Context) *Host {
 	return h
 }
 
-// conn is the connection to the host; it is set before the first request
-// is served.
-func (h *Host) conn() *jsonrpc.Conn { return h.connp.Load() }
+func newHost(name string) *Host { return &Host{name: name, ready: make(chan struct{})} }
+
+// setConn records the connection to the host, once.
+func (h *Host) setConn(c *jsonrpc.Conn) {
+	h.c = c
+	close(h.ready)
+}
+
+// conn is the connection to the host. The connection reads from its first
+// moment, before ServeStreams can record it, so a handler running in that
+// instant (on a loaded machine, after initialize, configure and a call)
+// waits here for it rather than finding none.
+func (h *Host) conn() *jsonrpc.Conn {
+	<-h.ready
+	return h.c
+}
 
 // Name is the extension's name, the root of its namespaces.
 func (h *Host) Name() string { return h.name }

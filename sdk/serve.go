@@ -48,14 +48,14 @@ func ServeStreams(ctx context.Context, x *Extension, r io.Reader, w io.Writer, l
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{x: x, logger: logger}
-	s.host = &Host{name: x.Manifest.Name}
+	s.host = newHost(x.Manifest.Name)
 	s.conn = jsonrpc.New(r, w, jsonrpc.Options{
 		Peer:     "host",
 		Handlers: s.table(),
 		Gate:     s.gate,
 		Logger:   logger,
 	})
-	s.host.connp.Store(s.conn)
+	s.host.setConn(s.conn)
 	defer s.conn.Close()
 	select {
 	case <-s.conn.Done():
