@@ -351,24 +351,37 @@ func (c *Conn) watch() {
 	go func() { _ = c.Close() }()
 }
 
+// protocolBreak reports whether err is the peer breaking the protocol (a
+// line that is not JSON-RPC, one over the bound), rather than the stream
+// ending.
+func protocolBreak(err error) bool {
+	return errors.As(err, new(*badLine)) || errors.Is(err, ErrMessageTooLarge) ||
+		errors.Is(err, jsonrpc2.ErrParse) || errors.Is(err, jsonrpc2.ErrInvalidRequest)
+}
+
 // closeReason says why the connection ended, or "" while it is open.
 func (c *Conn) closeReason() string {
 	if p := c.reason.Load(); p != nil {
 		return *p
 	}
 	readErr, writeErr := c.guard.state()
+	// A line the wire refused ends the connection by closing its streams,
+	// so the streams' own errors then say only "closed": a protocol break
+	// the wire saw is the cause, and is asked first.
+	wireErr := c.wire.stopReason()
 	switch {
 	case errors.Is(writeErr, errWriteBlocked), errors.Is(writeErr, ErrMessageTooLarge):
 		return describe(writeErr)
+	case protocolBreak(wireErr):
+		return describe(wireErr)
 	case c.closing.Load() && !errors.Is(readErr, ErrMessageTooLarge):
 		return "the connection was closed by this side"
 	case writeErr != nil:
 		return describe(writeErr)
 	case readErr != nil:
 		return describe(readErr)
-	}
-	if err := c.wire.stopReason(); err != nil {
-		return describe(err)
+	case wireErr != nil:
+		return describe(wireErr)
 	}
 	select {
 	case <-c.inner.Done():
@@ -390,13 +403,10 @@ func (c *Conn) closeReason() string {
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err says why the connection ended: nil while it is open or after Close,
-// otherwise protocol.ErrTransport with the reason.
+// otherwise protocol.ErrTransport with the reason. The reason is recorded
+// before any waiting call is failed, so a caller whose call failed for the
+// connection's end always finds it here.
 func (c *Conn) Err() error {
-	select {
-	case <-c.done:
-	default:
-		return nil
-	}
 	p := c.reason.Load()
 	if p == nil || *p == "the connection was closed by this side" {
 		return nil
