@@ -122,7 +122,6 @@ type Daemon struct {
 	events eventsSignal
 
 	server *api.Server
-	tasks  sync.WaitGroup
 	closed chan struct{}
 	once   sync.Once
 }
@@ -290,7 +289,6 @@ func (d *Daemon) shutdown(ctx context.Context) {
 			_ = os.Remove(d.dirs.Socket())
 		}
 		d.cancel()
-		d.tasks.Wait()
 		d.pkgs.closeAll(ctx)
 		d.procs.release(d.logger)
 		if d.db != nil {
