@@ -102,6 +102,10 @@ func (e *ext) Wait(ctx context.Context, in *gp.Bytes) (*gp.Bytes, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The cancel may come while this is answered: it must not end it.
+	if _, err := gp.Invoke(context.WithoutCancel(ctx), host, "bench.Host", "Record", workload.MustJSON(map[string]any{"key": w.Key + ".started", "ns": time.Now().UnixNano()})); err != nil {
+		return nil, err
+	}
 	<-ctx.Done()
 	seen := time.Now().UnixNano()
 	_, err = gp.Invoke(context.Background(), host, "bench.Host", "Record", workload.MustJSON(map[string]any{"key": w.Key, "ns": seen}))

@@ -62,6 +62,11 @@ func upload(ctx context.Context, _ protocol.Authority, in workload.Upload) (work
 }
 
 func wait(ctx context.Context, _ protocol.Authority, in workload.Wait) (workload.Echo, error) {
+	// The cancel may come while this is answered: it must not end it.
+	started := strconv.FormatInt(time.Now().UnixNano(), 10)
+	if _, err := sdk.HostFrom(ctx).Commit(context.WithoutCancel(ctx), sdk.NewBatch().Put("bench", in.Key+".started", []byte(started))); err != nil {
+		return workload.Echo{}, err
+	}
 	<-ctx.Done()
 	seen := time.Now().UnixNano()
 	_, err := sdk.HostFrom(ctx).Commit(context.WithoutCancel(ctx),

@@ -52,21 +52,27 @@ func concurrent(f figures, workers, per int, echo func() error) error {
 	return nil
 }
 
-// cancelSeen starts a call that waits until cancelled, cancels it, and
-// records how long after the cancel the extension saw it (by the clock it
-// recorded under the key), n times.
-func cancelSeen(f figures, n int, wait func(ctx context.Context, key string) error, seen func(key string) (time.Time, error)) error {
+// cancelSeen starts a call that waits until cancelled, waits for the
+// extension to say the call reached its handler (it records key+".started"),
+// cancels it, and records how long after the cancel the extension saw it
+// (by the clock it recorded under the key), n times.
+func cancelSeen(f figures, n int, wait func(ctx context.Context, key string) error, recorded func(key string) (time.Time, error)) error {
 	var lat []time.Duration
 	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("cancel-%d", i)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- wait(ctx, key) }()
-		time.Sleep(2 * time.Millisecond) // let the call reach its handler
+		// A cancel sent before the call reaches its handler measures
+		// nothing, and on a loaded machine no fixed pause is long enough.
+		if _, err := recorded(key + ".started"); err != nil {
+			cancel()
+			return err
+		}
 		t0 := time.Now()
 		cancel()
 		<-done
-		at, err := seen(key)
+		at, err := recorded(key)
 		if err != nil {
 			return err
 		}
