@@ -98,13 +98,18 @@ func (d *Daemon) configureAll(ctx context.Context) []client.Refusal {
 		wg      sync.WaitGroup
 	)
 	for _, x := range d.pkgs.list() {
-		s := d.pkgs.running(x)
-		if s == nil {
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A start or restart under way finishes first (its handshake
+			// may have sent the generation before this one); then the
+			// package, if it runs, is sent this one.
+			x.op.Lock()
+			defer x.op.Unlock()
+			s := d.pkgs.running(x)
+			if s == nil {
+				return
+			}
 			cctx, cancel := context.WithTimeout(ctx, reconfigureTimeout)
 			defer cancel()
 			_, err := s.Reconfigure(cctx)
