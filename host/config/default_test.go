@@ -31,7 +31,13 @@ func exampleManifests(t *testing.T) []*protocol.Manifest {
 	return out
 }
 
-func TestDefaultPassesCheck(t *testing.T) {
+func TestDefaultPassesCheck(t *testing.T) { passesCheck(t, Default) }
+
+// passesCheck checks that build's config for every set of example packages
+// passes Check against them, also after the file round trip a daemon
+// writing it out makes.
+func passesCheck(t *testing.T, build func([]*protocol.Manifest) *Config) {
+	t.Helper()
 	examples := exampleManifests(t)
 	sets := map[string][]*protocol.Manifest{"none": nil, "all examples": examples, "test packages": testPkgs()}
 	for _, m := range examples {
@@ -39,11 +45,10 @@ func TestDefaultPassesCheck(t *testing.T) {
 	}
 	for name, pkgs := range sets {
 		t.Run(name, func(t *testing.T) {
-			c := Default(pkgs)
+			c := build(pkgs)
 			if ps := Check(c, pkgs); len(ps) != 0 {
-				t.Fatalf("default config has problems:\n%v", ps)
+				t.Fatalf("the config has problems:\n%v", ps)
 			}
-			// It survives the file round trip a daemon writing it out makes.
 			data, err := c.Marshal()
 			if err != nil {
 				t.Fatal(err)
@@ -53,7 +58,7 @@ func TestDefaultPassesCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ps := Check(back, pkgs); len(ps) != 0 {
-				t.Fatalf("reparsed default config has problems:\n%v", ps)
+				t.Fatalf("the reparsed config has problems:\n%v", ps)
 			}
 		})
 	}

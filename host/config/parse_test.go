@@ -138,30 +138,8 @@ func TestHashIsOfTheConfigNotItsText(t *testing.T) {
 }
 
 func TestStarterPassesCheck(t *testing.T) {
+	passesCheck(t, Starter)
 	examples := exampleManifests(t)
-	sets := map[string][]*protocol.Manifest{"none": nil, "all examples": examples, "test packages": testPkgs()}
-	for _, m := range examples {
-		sets[m.Name] = []*protocol.Manifest{m}
-	}
-	for name, ms := range sets {
-		t.Run(name, func(t *testing.T) {
-			c := Starter(ms)
-			if ps := Check(c, ms); len(ps) != 0 {
-				t.Fatalf("the starter has problems:\n%v", ps)
-			}
-			data, err := c.Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			back, err := Parse(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ps := Check(back, ms); len(ps) != 0 {
-				t.Fatalf("the reparsed starter has problems:\n%v", ps)
-			}
-		})
-	}
 	// Negative control: checked against fewer packages than it was made
 	// for, it names types nothing declares.
 	if ps := Check(Starter(examples), examples[:1]); len(ps.Errors()) == 0 {

@@ -50,26 +50,6 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 		default:
 		}
 	}
-	readers.Add(1)
-	go func() {
-		defer readers.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			doc := d.Doctor(ctx)
-			if len(doc.Checks) == 0 {
-				fail(errorf("doctor answered no checks"))
-			}
-			_ = d.Status()
-			_ = d.Extensions()
-			if _, err := d.Config(); err != nil {
-				fail(err)
-			}
-		}
-	}()
 	read := func(op func()) {
 		readers.Add(1)
 		go func() {
@@ -84,6 +64,16 @@ func TestDoctorDuringAppliesAndRestarts(t *testing.T) {
 			}
 		}()
 	}
+	read(func() {
+		if doc := d.Doctor(ctx); len(doc.Checks) == 0 {
+			fail(errorf("doctor answered no checks"))
+		}
+		_ = d.Status()
+		_ = d.Extensions()
+		if _, err := d.Config(); err != nil {
+			fail(err)
+		}
+	})
 	read(func() {
 		l, err := d.Log(hello.Name, 20)
 		if err != nil {
