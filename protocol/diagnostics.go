@@ -26,6 +26,17 @@ const (
 	CodeExtensionRemoved     = "extension_removed"
 	CodeExtensionChanged     = "extension_changed"
 	CodeConfigWarnings       = "config_warnings"
+
+	// Codes of extension check, inspect and the installer.
+	CodeWrongPlatform        = "wrong_platform"
+	CodeUnknownOperation     = "unknown_operation"
+	CodeNoPlaybooks          = "no_playbooks"
+	CodeNoCertification      = "no_certification"
+	CodeInvalidCertification = "invalid_certification"
+	CodeFixtureMissingCase   = "fixture_missing_case"
+	CodeInvalidArchive       = "invalid_archive"
+	CodeInstallState         = "install_state"
+	CodeBindingRefused       = "binding_refused"
 )
 
 // diagnoses is the one table of what each diagnostic code means and what
@@ -70,6 +81,24 @@ var diagnoses = []Diagnosis{
 		"open-conduit extension restart NAME loads the new release"},
 	{CodeConfigWarnings, "the live configuration has warnings: it runs, but something in it does nothing or should change",
 		"open-conduit config check lists each warning with its JSON path"},
+	{CodeWrongPlatform, "the package's command is built for another OS or architecture",
+		"build it for this platform (GOOS and GOARCH), or install the release archive built for it"},
+	{CodeUnknownOperation, "a playbook names an operation nobody declares",
+		"declare it under provides.operations, correct the name, or pass --allow NAME if it is one of the package's own setup probes"},
+	{CodeNoPlaybooks, "the playbooks directory holds no <name>.md playbook",
+		"add one, or drop playbooks from the manifest"},
+	{CodeNoCertification, "the package has no certification.json",
+		"add one so certification can check each surface the package declares"},
+	{CodeInvalidCertification, "certification.json does not parse, or has neither a fixture nor a command",
+		"fix it: a JSON object with a \"fixture\" object or a \"command\" array"},
+	{CodeFixtureMissingCase, "the certification fixture lacks a case it needs, or a case names something the package does not declare",
+		"add an ingress or executor case, or name a declared route handler or operation"},
+	{CodeInvalidArchive, "the release archive was refused",
+		"check the path or URL and its --sha256; an archive is a .tar.gz holding one package directory of regular files and directories"},
+	{CodeInstallState, "installing over an installed package, or changing one that is not installed",
+		"open-conduit extension list shows what is installed: use update to replace a package, install to add one"},
+	{CodeBindingRefused, "a route handler refuses the binding its route binds",
+		"change the binding's executor, operations, grants or config to what the message asks, or route to another handler"},
 	{CodeUnavailable, "the daemon or the package cannot serve this now",
 		"wait for the daemon to finish starting (open-conduit status), or start the package again (open-conduit extension restart NAME)"},
 }
