@@ -41,7 +41,7 @@ func extensionRunCommand() *command {
 			}
 			ext := build()
 			if len(args) > 1 {
-				if sdk.PackageCommand(args[1:], ext.Manifest, nil, r.stdout) {
+				if sdk.PackageCommand(args[1:], ext.Manifest, extensions.Certifications[args[0]], r.stdout) {
 					return nil
 				}
 				return usagef("unknown subcommand %q: use package-manifest or package-certification, or nothing to serve", args[1])
