@@ -204,13 +204,20 @@ func (c *checker) playbooksDir() {
 		return
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") && len(e.Name()) > len(".md") {
+		if strings.HasSuffix(e.Name(), ".md") && len(e.Name()) > len(".md") && c.regular(rel+"/"+e.Name()) {
 			c.playbooks = append(c.playbooks, rel+"/"+e.Name())
 		}
 	}
 	if len(c.playbooks) == 0 {
 		c.rep.warnf(protocol.CodeNoPlaybooks, rel, "the playbooks directory %s holds no <name>.md playbook", rel)
 	}
+}
+
+// regular reports whether a package-relative path is a regular file, a
+// link to one included: install copies what a link points to.
+func (c *checker) regular(rel string) bool {
+	st, err := os.Stat(filepath.Join(c.dir, filepath.FromSlash(rel)))
+	return err == nil && st.Mode().IsRegular()
 }
 
 // conflicts reports each name the package declares that Open Conduit, a

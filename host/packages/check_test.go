@@ -223,6 +223,19 @@ func TestCheckPassesAWellFormedPackage(t *testing.T) {
 	if rep := Check(dir, CheckOptions{Allow: []string{"acme.fs.list"}}); len(rep.Findings) != 0 {
 		t.Fatalf("--allow did not admit the probe:\n%s", findingLines(rep))
 	}
+
+	// A playbook linked from elsewhere in the package is a playbook:
+	// install copies what the link points to.
+	p = basePackage()
+	p.files["docs/acme.md"] = p.files["playbooks/acme.md"]
+	delete(p.files, "playbooks/acme.md")
+	dir = p.write(t, t.TempDir())
+	if err := os.Symlink(filepath.Join("..", "docs", "acme.md"), filepath.Join(dir, "playbooks", "acme.md")); err != nil {
+		t.Fatal(err)
+	}
+	if rep := Check(dir, CheckOptions{}); len(rep.Findings) != 0 {
+		t.Fatalf("a linked playbook is not counted:\n%s", findingLines(rep))
+	}
 }
 
 // TestCheckReportsEveryProblemNotTheFirst breaks one package several ways
