@@ -366,3 +366,156 @@ func regexpLine(text, pattern string) bool {
 	}
 	return false
 }
+
+// TestBadArchivesAreRefused: each refusal kind through the binary, each
+// naming what is wrong, and nothing installed or left staged.
+func TestBadArchivesAreRefused(t *testing.T) {
+	good := func(t *testing.T) []entry { return shelfEntries(t, shelf.v1, "1.0.0", 1) }
+	many := func(t *testing.T) []entry {
+		es := good(t)
+		for i := range 10001 {
+			es = append(es, entry{name: fmt.Sprintf("shelf/f%05d", i), typ: tar.TypeReg})
+		}
+		return es
+	}
+	cases := []struct {
+		name    string
+		entries func(t *testing.T) []entry
+		// args are added to install; {sum} is the archive's digest and
+		// {url} serves it over plain http.
+		args []string
+		want []string
+	}{
+		{"a path escaping the directory", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "shelf/../evil", typ: tar.TypeReg, body: []byte("x")})
+		}, nil, []string{`"shelf/../evil"`, "escapes"}},
+		{"an absolute path", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "/tmp/evil", typ: tar.TypeReg, body: []byte("x")})
+		}, nil, []string{`"/tmp/evil"`, "absolute"}},
+		{"a symbolic link", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "shelf/passwd", typ: tar.TypeSymlink, link: "/etc/passwd"})
+		}, nil, []string{`"shelf/passwd"`, "link"}},
+		{"a hard link", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "shelf/again", typ: tar.TypeLink, link: "shelf/shelf-extension"})
+		}, nil, []string{`"shelf/again"`, "link"}},
+		{"a fifo", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "shelf/pipe", typ: tar.TypeFifo})
+		}, nil, []string{`"shelf/pipe"`, "special file"}},
+		{"a device", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "shelf/null", typ: tar.TypeChar})
+		}, nil, []string{`"shelf/null"`, "special file"}},
+		{"two top-level entries", func(t *testing.T) []entry {
+			return append(good(t), entry{name: "other/x", typ: tar.TypeReg, body: []byte("x")})
+		}, nil, []string{`"other/x"`, "second top-level"}},
+		{"too many entries", many, nil, []string{"more than 10000 entries"}},
+		{"a digest that does not match", good, []string{"--sha256", strings.Repeat("ab", 32)},
+			[]string{strings.Repeat("ab", 32), "SHA-256"}},
+		{"plain http without a digest", good, []string{"{url}"}, []string{"plain http", "--sha256"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := daemontest.New(t, bins)
+			file, _ := archive(t, c.entries(t))
+			srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(file))))
+			defer srv.Close()
+			args := []string{"extension", "install", file}
+			if len(c.args) > 0 && c.args[0] == "{url}" {
+				args[2] = srv.URL + "/" + filepath.Base(file)
+			} else {
+				args = append(args, c.args...)
+			}
+			_, errOut := want(t, e, 1, args...)
+			for _, w := range append([]string{protocol.CodeInvalidArchive}, c.want...) {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("the refusal does not say %q: %s", w, errOut)
+				}
+			}
+			noShelf(t, e)
+			if _, err := os.Stat("/tmp/evil"); err == nil {
+				t.Error("an entry was written outside the package directory")
+			}
+		})
+	}
+	// Negative control: the good entries, with macOS metadata beside the
+	// package directory and a matching digest fetched over http, install.
+	e := daemontest.New(t, bins)
+	file, sum := archive(t, append(good(t), entry{name: "._shelf", typ: tar.TypeReg, body: []byte("mac")}))
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(file))))
+	defer srv.Close()
+	want(t, e, 0, "extension", "install", srv.URL+"/"+filepath.Base(file), "--sha256", sum)
+	if _, err := os.Stat(filepath.Join(installedDir(e), "shelf", "shelf-extension")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInstallRefusesConflictsAndForeignBuilds: a package claiming a name
+// another package registers is refused naming the name and both owners, a
+// command built for another platform naming both platforms; a package
+// named like a bundled one replaces it.
+func TestInstallRefusesConflictsAndForeignBuilds(t *testing.T) {
+	e := daemontest.New(t, bins)
+	// The probe declares the connection type probe-api; a package named
+	// probe-api may declare the entry type of its own name, which is the
+	// same config type.
+	dir := filepath.Join(t.TempDir(), "probe-api")
+	mustMkdir(t, dir)
+	copyFile(t, shelf.v1, filepath.Join(dir, "shelf-extension"), 0o755)
+	conflicting := `{"name": "probe-api", "protocol": [1], "command": ["shelf-extension"], "provides": {"extensions": [{"type": "probe-api"}]}}`
+	if err := os.WriteFile(filepath.Join(dir, protocol.ManifestFile), []byte(conflicting), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut := want(t, e, 1, "extension", "install", dir)
+	for _, w := range []string{protocol.CodeRegistrationConflict, `config type "probe-api"`, "probe-api and probe"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("the conflict refusal does not say %q: %s", w, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(installedDir(e), "probe-api")); err == nil {
+		t.Error("the conflicting package was installed")
+	}
+	noShelf(t, e)
+
+	foreign := shelfDir(t, shelf.foreign, "1.0.0", 1)
+	_, errOut = want(t, e, 1, "extension", "install", foreign)
+	if !strings.Contains(errOut, protocol.CodeWrongPlatform) || !strings.Contains(errOut, runtime.GOOS+"/"+runtime.GOARCH) || !strings.Contains(errOut, "linux/") {
+		t.Errorf("a foreign build: %s", errOut)
+	}
+	noShelf(t, e)
+
+	// A package named like the bundled hello replaces it.
+	hello := filepath.Join(t.TempDir(), "hello")
+	mustMkdir(t, hello)
+	copyFile(t, shelf.v1, filepath.Join(hello, "hello-extension"), 0o755)
+	manifest := `{"name": "hello", "version": "9.0.0", "protocol": [1], "command": ["hello-extension"], "provides": {"extensions": [{"type": "hello"}]}}`
+	if err := os.WriteFile(filepath.Join(hello, protocol.ManifestFile), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := want(t, e, 0, "extension", "install", hello)
+	if !strings.Contains(out, "replaces the bundled hello") {
+		t.Errorf("installing a bundled package's name: %s", out)
+	}
+	// Negative control: the plain shelf installs.
+	want(t, e, 0, "extension", "install", shelfDir(t, shelf.v1, "1.0.0", 1))
+}
+
+// TestInstallCommandsRefuseBadInput: usage errors exit 2 and say what to
+// change.
+func TestInstallCommandsRefuseBadInput(t *testing.T) {
+	e := daemontest.New(t, bins)
+	dir := shelfDir(t, shelf.v1, "1.0.0", 1)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"extension", "install", dir, "--sha256", "xyz"}, "64 hex digits"},
+		{[]string{"extension", "install", dir, "--sha256", strings.Repeat("ab", 32)}, "drop --sha256"},
+		{[]string{"extension", "install", filepath.Join(dir, "missing")}, "no such package directory or archive"},
+		{[]string{"extension", "remove"}, "usage"},
+	} {
+		_, errOut := want(t, e, 2, c.args...)
+		if !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: %s", c.args, errOut)
+		}
+	}
+	noShelf(t, e)
+}
