@@ -64,9 +64,12 @@ func ExampleNew() {
 func ExampleHandler() {
 	ext := sdk.New("weather").Operation("weather.forecast", sdk.Handler(forecast))
 
-	t := &exampleTB{}
-	defer t.done()
-	h := sdktest.New(t, ext)
+	h, err := sdktest.Start(ext)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
 	ctx := context.Background()
 
 	out, err := sdktest.Call[Forecast](ctx, h, "weather.forecast", ForecastRequest{City: "Leeds", Days: 2})
@@ -109,9 +112,12 @@ func ExampleHost_Update() {
 			return n, err
 		}))
 
-	t := &exampleTB{}
-	defer t.done()
-	h := sdktest.New(t, ext, sdktest.WithScopes("site"), sdktest.WithAuthority(sdk.Authority{Scope: "site"}))
+	h, err := sdktest.Start(ext, sdktest.WithScopes("site"), sdktest.WithAuthority(sdk.Authority{Scope: "site"}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
 	for range 2 {
 		n, err := sdktest.Call[int](context.Background(), h, "visits.count", visit{Page: "home"})
 		fmt.Println(n, err)
@@ -145,9 +151,12 @@ func ExampleBatch() {
 		return "taken by " + in.By, nil
 	}))
 
-	t := &exampleTB{}
-	defer t.done()
-	h := sdktest.New(t, ext)
+	h, err := sdktest.Start(ext)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
 	for _, by := range []string{"ada", "bob"} {
 		out, err := sdktest.Call[string](context.Background(), h, "claims.take", map[string]string{"slot": "9am", "by": by})
 		fmt.Println(out, err)
