@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	json "github.com/go-json-experiment/json"
+
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -34,6 +36,9 @@ type CheckOptions struct {
 // report is OK when none is an error.
 func Check(dir string, opts CheckOptions) Report {
 	c := newChecker(dir, opts)
+	if !c.isDir() {
+		return c.report()
+	}
 	if c.layout() {
 		c.conflicts()
 		c.playbookReferences()
@@ -70,18 +75,26 @@ func manifestAt(pointer string) string { return protocol.ManifestFile + "#" + po
 // rules, the name, the command and the playbooks directory. It reports
 // whether a manifest was decoded, so the checks that read it can run.
 func (c *checker) layout() bool {
-	st, err := os.Stat(c.dir)
-	if err != nil || !st.IsDir() {
-		c.rep.errorf(protocol.CodeInvalidPackage, ".", "%s is not a directory: give the package's directory, the one holding %s", c.dir, protocol.ManifestFile)
-		return false
-	}
-	if !c.manifest() {
+	if !c.isDir() || !c.manifest() {
 		return false
 	}
 	c.name()
 	c.command()
 	c.playbooksDir()
 	return true
+}
+
+// isDir reports whether the checked path is a directory, with the one
+// finding that matters when it is not.
+func (c *checker) isDir() bool {
+	st, err := os.Stat(c.dir)
+	if err == nil && st.IsDir() {
+		return true
+	}
+	if len(c.rep.Findings) == 0 {
+		c.rep.errorf(protocol.CodeInvalidPackage, ".", "%s is not a directory: give the package's directory, the one holding %s", c.dir, protocol.ManifestFile)
+	}
+	return false
 }
 
 // manifest reads and decodes the manifest and reports each broken rule.
@@ -102,7 +115,14 @@ func (c *checker) manifest() bool {
 			code = protocol.CodeNeedsNewerHost
 		}
 		c.rep.errorf(code, protocol.ManifestFile, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
-		return false
+		// A field from a newer release stops the strict reading only: the
+		// rest of the manifest is still read, so every other finding shows.
+		if code != protocol.CodeNeedsNewerHost {
+			return false
+		}
+		if m, err = lenientManifest(data); err != nil {
+			return false
+		}
 	}
 	c.m, c.rep.Name = m, m.Name
 	for _, p := range m.Problems() {
@@ -261,4 +281,14 @@ func ownedBy(k discover.Conflict, name string) bool {
 		other = other || o != name
 	}
 	return own && other
+}
+
+// lenientManifest reads a manifest ignoring the members this release does
+// not know, so the checks of the members it does know still run.
+func lenientManifest(data []byte) (*protocol.Manifest, error) {
+	var m protocol.Manifest
+	if err := json.Unmarshal(data, &m, json.RejectUnknownMembers(false), json.MatchCaseInsensitiveNames(false)); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }

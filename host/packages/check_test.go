@@ -327,3 +327,27 @@ func findingLines(r Report) string {
 	}
 	return b.String()
 }
+
+// TestCheckUnknownFieldStillReportsTheRest: a manifest member from a newer
+// release stops the strict reading, yet the rest of the package is still
+// checked, so a missing command shows beside it.
+func TestCheckUnknownFieldStillReportsTheRest(t *testing.T) {
+	p := basePackage()
+	p.manifest["from_the_future"] = true
+	p.exec = nil
+	delete(p.files, "acme-extension")
+	rep := Check(p.write(t, t.TempDir()), CheckOptions{})
+	want := []string{protocol.CodeNeedsNewerHost, protocol.CodeInvalidPackage}
+	if got := rep.Codes(); !slices.Equal(got, want) {
+		t.Fatalf("codes %q, want %q:\n%s", got, want, findingLines(rep))
+	}
+}
+
+// TestCheckNotADirectoryIsOneFinding: a path that is no directory gets the
+// one finding that says so, not the certification warning besides.
+func TestCheckNotADirectoryIsOneFinding(t *testing.T) {
+	rep := Check(filepath.Join(t.TempDir(), "missing"), CheckOptions{})
+	if len(rep.Findings) != 1 || rep.Findings[0].Code != protocol.CodeInvalidPackage {
+		t.Fatalf("findings:\n%s\nwant one invalid_package", findingLines(rep))
+	}
+}
