@@ -2,7 +2,7 @@ package devloop
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
