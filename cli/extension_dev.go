@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -65,12 +66,10 @@ func extensionDevCommand() *command {
 					return checkOffline(ctx, data, file, discoverAt(place{ConfigFile: file, Named: true}))
 				},
 			})
-			var refused *devloop.ConfigRefusedError
-			var failed *devloop.BuildError
-			switch {
-			case errors.As(err, &refused), errors.As(err, &failed):
-				// Printed whole: the compiler's output and the generated
-				// config are many lines, which the one-line error would join.
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				// Printed whole: the compiler's output, the generated config
+				// and a log's end are many lines, which the one-line error
+				// a failed command prints would join.
 				fmt.Fprintln(r.stderr, err)
 				return errors.New("not started")
 			}

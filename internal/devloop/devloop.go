@@ -116,7 +116,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if _, err := KindOf(src); err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "open-conduit-dev-")
+	root, err := tempRoot()
 	if err != nil {
 		return err
 	}
@@ -166,6 +166,24 @@ func Run(ctx context.Context, o Options) (err error) {
 		o.Started(p)
 	}
 	return loop(ctx, o, src, p, d, cfg, name)
+}
+
+// maxSocketPath is the longest socket path a Unix domain socket takes
+// (sun_path is 108 bytes on Linux, 104 on the BSDs), with room to spare.
+const maxSocketPath = 100
+
+// tempRoot makes the run's directory in the temporary directory, or in /tmp
+// when the daemon's socket would not fit under a long TMPDIR.
+func tempRoot() (string, error) {
+	root, err := os.MkdirTemp("", "oc-dev-")
+	if err != nil {
+		return "", err
+	}
+	if len(filepath.Join(pathsUnder(root).State, client.SocketName)) <= maxSocketPath {
+		return root, nil
+	}
+	_ = os.Remove(root)
+	return os.MkdirTemp("/tmp", "oc-dev-")
 }
 
 // loop rebuilds on each change until ctx ends.
