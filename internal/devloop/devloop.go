@@ -128,6 +128,11 @@ func Run(ctx context.Context, o Options) (err error) {
 				fmt.Fprintf(o.Out, "killed %d process(es) the package left running: %v\n", len(killed), killed)
 			}
 		}
+		if ctx.Err() != nil {
+			// Interrupted while starting: a build or a wait cut short is
+			// the interrupt, not a failure.
+			err = nil
+		}
 		if rmErr := os.RemoveAll(root); rmErr != nil && err == nil {
 			err = fmt.Errorf("removing %s: %w", root, rmErr)
 		}
@@ -156,9 +161,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	x, err := d.waitRunning(ctx, name)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return fmt.Errorf("%w\n%s", err, tail(p.DaemonLog, x.Log))
 	}
 	printReady(o.Out, p, l.Manifest, x)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,6 +255,14 @@ func greet(t *testing.T, c *client.Client, out *output) greeting {
 var stateLine = regexp.MustCompile(`(?m)^  state: +(\S+)$`)
 
 func TestDevRebuildsOnChangeKeepsKVAndCleansUp(t *testing.T) {
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { devRebuildsAndStops(t, sig) })
+	}
+}
+
+// devRebuildsAndStops runs dev on the greeter, changes it, breaks it, and
+// stops dev with sig.
+func devRebuildsAndStops(t *testing.T, sig os.Signal) {
 	src := greeter(t)
 	d := startDev(t, src, "--entry", `greeter={"owner":"ada"}`)
 	d.wait("the package running and the source watched", func() bool { return strings.Contains(d.out.String(), "watching ") })
@@ -309,11 +318,11 @@ func TestDevRebuildsOnChangeKeepsKVAndCleansUp(t *testing.T) {
 		t.Fatalf("after a failed build: %+v (before: %+v)", fourth, third)
 	}
 
-	if err := d.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := d.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	if code := d.exit(); code != 0 {
-		t.Fatalf("dev exited %d after SIGINT:\n%s", code, d.out)
+		t.Fatalf("dev exited %d after %s:\n%s", code, sig, d.out)
 	}
 	for _, pid := range pids {
 		if alive(pid) {
