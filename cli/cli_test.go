@@ -29,6 +29,7 @@ var commandFlags = map[string][]string{
 	"extension call":    {"state", "json", "scope", "input"},
 	"extension restart": {"state", "json", "wait"},
 	"extension rescan":  {"state", "json"},
+	"extension dev":     {"entry", "secret"},
 	"logs":              {"state", "json", "tail", "follow"},
 	"events":            nil,
 	"events list":       {"state", "json", "after", "limit", "scope", "follow"},

@@ -32,7 +32,8 @@ func extensionDevCommand() *command {
 			"It watches DIR (leaving out hidden directories, dist, bin and node_modules) and,\n" +
 			"300 ms after the last change, rebuilds: a good build is swapped in and the\n" +
 			"package restarted on the same state, so its KV and Events stay; a failed build\n" +
-			"is printed and the running package left as it was. Ctrl-C or SIGTERM stops the\n" +
+			"is printed and the running package left as it was. A rebuild that changes the\n" +
+			"package's entry types applies the regenerated config. Ctrl-C or SIGTERM stops the\n" +
 			"daemon, kills whatever it started that is still running, and removes the\n" +
 			"temporary directory.",
 		maxArgs: 1,

@@ -448,3 +448,62 @@ func TestDevRefusesToStart(t *testing.T) {
 		})
 	}
 }
+
+// TestDevRunsAPackageAsItIs runs dev on a directory that holds its
+// manifest (a package in any language): it is copied as it is, leaving out
+// hidden directories, and a change to any file restarts it with its KV
+// kept.
+func TestDevRunsAPackageAsItIs(t *testing.T) {
+	src := greeter(t)
+	pkg := filepath.Join(t.TempDir(), "greeter")
+	mkdirsT(t, filepath.Join(pkg, ".git"))
+	cmd := exec.Command("go", "build", "-o", filepath.Join(pkg, "greeter-extension"), ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	manifest, err := exec.Command(filepath.Join(pkg, "greeter-extension"), "package-manifest").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(pkg, "open-conduit-extension.json"), string(manifest))
+	write(t, filepath.Join(pkg, ".git", "HEAD"), "ref: refs/heads/main\n")
+
+	d := startDev(t, pkg, "--entry", `greeter={"owner":"ada"}`)
+	d.wait("the package running and the source watched", func() bool { return strings.Contains(d.out.String(), "watching ") })
+	state := stateLine.FindStringSubmatch(d.out.String())[1]
+	installed := filepath.Join(filepath.Dir(state), "config", "extensions", "greeter")
+	if _, err := os.Stat(filepath.Join(installed, "greeter-extension")); err != nil {
+		t.Fatalf("the package was not laid out as it is: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(installed, ".git")); !os.IsNotExist(err) {
+		t.Errorf("the hidden directory was copied into %s: %v", installed, err)
+	}
+	c := client.New(state)
+	first := greet(t, c, d.out)
+
+	write(t, filepath.Join(pkg, "notes.txt"), "a change\n")
+	d.wait("the package restarted", func() bool { return strings.Contains(d.out.String(), "rebuild ok: greeter restarted, pid") })
+	second := greet(t, c, d.out)
+	if second.Count != first.Count+1 || second.PID == first.PID {
+		t.Fatalf("after the change: %+v (before: %+v)", second, first)
+	}
+	if _, err := os.Stat(filepath.Join(installed, "notes.txt")); err != nil {
+		t.Errorf("the changed package was not swapped in: %v", err)
+	}
+	if err := d.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := d.exit(); code != 0 {
+		t.Fatalf("dev exited %d:\n%s", code, d.out)
+	}
+	d.leftEmpty()
+}
+
+func mkdirsT(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
