@@ -24,7 +24,7 @@ func ParseEntries(values []string) (map[string]jsontext.Value, error) {
 	for _, v := range values {
 		typ, text, ok := strings.Cut(v, "=")
 		if !ok || typ == "" {
-			return nil, fmt.Errorf("--entry %q is not TYPE=JSON (e.g. --entry 'weather={\"city\":\"Oslo\"}')", v)
+			return nil, fmt.Errorf("an --entry is not TYPE=JSON: give the entry type before '=' (e.g. --entry 'weather={\"city\":\"Oslo\"}')")
 		}
 		if _, dup := out[typ]; dup {
 			return nil, fmt.Errorf("--entry names type %q twice: give each type once", typ)
