@@ -146,16 +146,18 @@ func (d *daemon) recordRuns() {
 // still carrying one of its runs' markers is killed. It returns the
 // processes killed after the daemon was gone.
 func (d *daemon) stop() []int {
+	// The group is signalled only while its leader has not been waited
+	// for, so its id cannot have been reused by then.
 	pgid := d.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(stopWait):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-d.done
+	if !d.exited() {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(stopWait):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-d.done
+		}
 	}
-	// Anything left in the daemon's own group goes with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	var killed []int
 	for _, run := range d.runs {
 		pids, _ := session.Reap(run, nil)

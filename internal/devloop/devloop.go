@@ -243,6 +243,8 @@ func rebuild(ctx context.Context, o Options, src string, p Paths, d *daemon, cfg
 	}
 	res, err := d.c.Restart(ctx, name, restartWait)
 	switch x := res.Extension; {
+	case ctx.Err() != nil:
+		return cfg
 	case err != nil:
 		fmt.Fprintf(o.Out, "%s rebuild ok, restart failed: %v\n", stamp, err)
 	case x.State != "running":
