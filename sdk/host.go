@@ -15,9 +15,8 @@ import (
 
 // Host is the extension's client for the host's methods (E→H). Every call is
 // scoped by the host to the identity it started the process with: KV only in
-// the extension's own namespaces, state only in its scopes. A Host is passed
-// to Configure, Migrate, tasks and checks, and HostFrom finds it inside any
-// handler. It is safe for concurrent use.
+// the extension's own namespaces, state only in its scopes. Every handler
+// finds it in its Request. It is safe for concurrent use.
 type Host struct {
 	// c is the connection to the host, set once before ready is closed.
 	c     *jsonrpc.Conn
@@ -26,18 +25,6 @@ type Host struct {
 
 	mu       sync.Mutex
 	stateDir string
-}
-
-type hostKey struct{}
-
-func withHost(ctx context.Context, h *Host) context.Context {
-	return context.WithValue(ctx, hostKey{}, h)
-}
-
-// HostFrom returns the Host of the request ctx serves, or nil outside one.
-func HostFrom(ctx context.Context) *Host {
-	h, _ := ctx.Value(hostKey{}).(*Host)
-	return h
 }
 
 func newHost(name string) *Host { return &Host{name: name, ready: make(chan struct{})} }
@@ -99,8 +86,8 @@ func (h *Host) Get(ctx context.Context, namespace, key string) (Value, error) {
 // List reads every key of a namespace under prefix, in key order, paging
 // through kv.list: the host ends a page at its count or its bytes, and says
 // more follows, so a page short of the count is not the end.
-func (h *Host) List(ctx context.Context, namespace, prefix string) ([]protocol.KVItem, error) {
-	var out []protocol.KVItem
+func (h *Host) List(ctx context.Context, namespace, prefix string) ([]KVItem, error) {
+	var out []KVItem
 	after := ""
 	for {
 		p := protocol.KVListParams{Namespace: namespace, Prefix: prefix, After: after, Limit: protocol.KVMaxList}
@@ -152,7 +139,7 @@ func (b *Batch) Delete(namespace, key string) *Batch {
 
 // Emit adds an Event of one of the extension's families for the host to
 // accept in the same atomic unit.
-func (b *Batch) Emit(e protocol.Emission) *Batch {
+func (b *Batch) Emit(e Emission) *Batch {
 	b.p.Emissions = append(b.p.Emissions, e)
 	return b
 }
@@ -162,13 +149,13 @@ func (b *Batch) Empty() bool {
 	return len(b.p.Checks)+len(b.p.Puts)+len(b.p.Deletes)+len(b.p.Emissions) == 0
 }
 
-// Commit applies the batch. A failed check is protocol.ErrConflict and
-// applies nothing; re-read and retry. A batch holding anything over its
-// bound (protocol.CheckBounds: a value, a payload, a name) is
-// protocol.ErrTooLarge before it is sent, as the host would refuse it.
-func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, error) {
+// Commit applies the batch. A failed check is ErrConflict and applies
+// nothing; re-read and retry. A batch holding anything over its bound (a
+// value, a payload, a name) is ErrTooLarge before it is sent, as the host
+// would refuse it.
+func (h *Host) Commit(ctx context.Context, b *Batch) (KVCommitResult, error) {
 	if err := protocol.CheckBounds(b.p); err != nil {
-		return protocol.KVCommitResult{}, err
+		return KVCommitResult{}, err
 	}
 	return jsonrpc.Invoke(ctx, h.conn(), protocol.KVCommit, b.p)
 }
@@ -176,20 +163,26 @@ func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, e
 // maxUpdateAttempts bounds Update's retries on conflict.
 const maxUpdateAttempts = 16
 
-// Update reads key, applies fn to its value, and commits the result guarded
-// by the version it read, retrying on conflict. fn returning nil deletes
-// the key.
-func (h *Host) Update(ctx context.Context, namespace, key string, fn func(old []byte, found bool) ([]byte, error)) error {
+// Update reads key, applies fn to its value, and commits what fn returns
+// guarded by the version it read, retrying on conflict. fn gets a fresh
+// Batch on each attempt: whatever it adds there (an Emit, a Put of another
+// key) commits in the same atomic unit as the key's write, so an Event is
+// emitted exactly when the write lands, and an attempt that conflicts
+// applies nothing of it. fn may run more than once, so it must not have
+// effects of its own beyond the Batch. fn returning nil next deletes the
+// key.
+func (h *Host) Update(ctx context.Context, namespace, key string,
+	fn func(old []byte, found bool, b *Batch) (next []byte, err error)) (KVCommitResult, error) {
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		cur, err := h.Get(ctx, namespace, key)
 		if err != nil {
-			return err
-		}
-		next, err := fn(cur.Value, cur.Found)
-		if err != nil {
-			return err
+			return KVCommitResult{}, err
 		}
 		b := NewBatch()
+		next, err := fn(cur.Value, cur.Found, b)
+		if err != nil {
+			return KVCommitResult{}, err
+		}
 		if cur.Found {
 			b.Check(namespace, key, cur.Version)
 		} else {
@@ -200,25 +193,25 @@ func (h *Host) Update(ctx context.Context, namespace, key string, fn func(old []
 		} else {
 			b.Put(namespace, key, next)
 		}
-		_, err = h.Commit(ctx, b)
+		res, err := h.Commit(ctx, b)
 		if !errors.Is(err, protocol.ErrConflict) {
-			return err
+			return res, err
 		}
 	}
-	return protocol.Errorf(protocol.ErrConflict, "%s/%s: still conflicting after %d attempts", namespace, key, maxUpdateAttempts)
+	return KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%s: still conflicting after %d attempts", namespace, key, maxUpdateAttempts)
 }
 
 // Deliver hands one input from the extension's own receiver to the host,
 // which answers only after accepting it durably: acknowledge upstream only
 // then.
-func (h *Host) Deliver(ctx context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
+func (h *Host) Deliver(ctx context.Context, p IngressDeliverParams) (IngressDeliverResult, error) {
 	return jsonrpc.Invoke(ctx, h.conn(), protocol.IngressDeliver, p)
 }
 
 // Artifact opens an artifact writer: bytes written are sent in acknowledged
 // chunks of at most 256 KiB, so a slow host slows the writer rather than
 // filling memory.
-func (h *Host) Artifact(ctx context.Context, p protocol.ArtifactCreateParams) (*ArtifactWriter, error) {
+func (h *Host) Artifact(ctx context.Context, p ArtifactCreateParams) (*ArtifactWriter, error) {
 	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.ArtifactCreate, p)
 	if err != nil {
 		return nil, err
@@ -264,9 +257,9 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 
 // Commit commits the artifact, checked against the digest of every byte
 // written.
-func (w *ArtifactWriter) Commit() (protocol.ArtifactCommitResult, error) {
+func (w *ArtifactWriter) Commit() (ArtifactCommitResult, error) {
 	if w.err != nil {
-		return protocol.ArtifactCommitResult{}, w.err
+		return ArtifactCommitResult{}, w.err
 	}
 	return jsonrpc.Invoke(w.ctx, w.h.conn(), protocol.ArtifactCommit,
 		protocol.ArtifactCommitParams{Artifact: w.id, Digest: hex.EncodeToString(w.sum.Sum(nil))})
