@@ -418,7 +418,7 @@ func TestDevRefusesToStart(t *testing.T) {
 		{name: "entry of an undeclared type", args: func(src string) []string { return []string{src, "--entry", "weather={}"} },
 			code: 1, want: []string{`"weather", which greeter does not declare`}},
 		{name: "config check refuses the generated entry", args: func(src string) []string { return []string{src} },
-			code: 1, want: []string{"a greeter entry needs an owner", "/scopes/0/entries/0/config", `"id": "dev"`, "--entry TYPE=JSON"}},
+			code: 1, want: []string{"config field /owner is required", "/scopes/0/entries/0/config", `"id": "dev"`, "--entry TYPE=JSON"}},
 		{name: "first build fails", args: func(src string) []string { return []string{src, "--entry", `greeter={"owner":"ada"}`} },
 			edit: func(t *testing.T, src string) {
 				edit(t, filepath.Join(src, "main.go"), "func main() {", "func main() {{")

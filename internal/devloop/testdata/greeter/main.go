@@ -8,9 +8,6 @@ import (
 	"os"
 	"strconv"
 
-	json "github.com/go-json-experiment/json"
-
-	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
@@ -27,13 +24,15 @@ type output struct {
 	PID      int    `json:"pid"`
 }
 
+// entryConfig is a greeter entry's config; the SDK refuses one without an
+// owner.
 type entryConfig struct {
-	Owner string `json:"owner"`
+	Owner string `json:"owner" doc:"Who runs this greeter."`
 }
 
-func greet(ctx context.Context, _ protocol.Authority, in input) (output, error) {
+func greet(ctx context.Context, r *sdk.Request, in input) (output, error) {
 	var count int
-	err := sdk.HostFrom(ctx).Update(ctx, "greeter.counts", in.Name, func(old []byte, _ bool) ([]byte, error) {
+	_, err := r.Host.Update(ctx, "greeter.counts", in.Name, func(old []byte, _ bool, _ *sdk.Batch) ([]byte, error) {
 		count, _ = strconv.Atoi(string(old))
 		count++
 		return []byte(strconv.Itoa(count)), nil
@@ -44,23 +43,8 @@ func greet(ctx context.Context, _ protocol.Authority, in input) (output, error) 
 	return output{Greeting: greeting + ", " + in.Name + "!", Count: count, PID: os.Getpid()}, nil
 }
 
-func validate(_ context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
-	var c entryConfig
-	if err := json.Unmarshal(p.Config, &c, json.RejectUnknownMembers(true)); err != nil || c.Owner == "" {
-		return protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid, "a greeter entry needs an owner: {\"owner\": \"you\"}")
-	}
-	return protocol.ValidateResult{}, nil
-}
-
 func main() {
-	ext := sdk.New("greeter", sdk.Version("0.1.0")).
-		EntryType("greeter").
-		Operation("greeter.greet", sdk.Handler(greet), sdk.Describe("greet someone and count it"))
-	ext.Validate = validate
-	if sdk.PackageCommand(os.Args[1:], ext.Manifest, nil, os.Stdout) {
-		return
-	}
-	if err := sdk.Serve(ext); err != nil {
-		os.Exit(1)
-	}
+	sdk.Main(sdk.New("greeter", sdk.Version("0.1.0")).
+		EntryType("greeter", sdk.EntryConfig[entryConfig]()).
+		Operation("greeter.greet", sdk.Handler(greet), sdk.Describe("greet someone and count it")))
 }
