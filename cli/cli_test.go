@@ -35,6 +35,7 @@ var commandFlags = map[string][]string{
 	"extension remove":   {"state", "config", "json", "force"},
 	"extension check":    {"json", "allow"},
 	"extension inspect":  {"json"},
+	"extension dev":      {"entry", "secret"},
 	"logs":               {"state", "json", "tail", "follow"},
 	"events":             nil,
 	"events list":        {"state", "json", "after", "limit", "scope", "follow"},
