@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/host/packages"
 	"github.com/open-conduit/open-conduit/internal/devloop"
 )
 
@@ -63,6 +64,7 @@ func extensionDevCommand() *command {
 			}
 			err = devloop.Run(r.ctx, devloop.Options{
 				Dir: dir, Entries: es, Secrets: ss, Self: self, Out: r.stdout,
+				Installer: packages.Installer{Bundled: bundledDir(), Served: served()},
 				Check: func(ctx context.Context, data []byte, file string) client.Validation {
 					return checkOffline(ctx, data, file, discoverAt(place{ConfigFile: file, Named: true}))
 				},

@@ -3,7 +3,6 @@ package devloop
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/open-conduit/open-conduit/host/packages"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -239,19 +239,27 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 
 // install swaps a staged layout in as extensions/<name> under dir: the
 // layout is renamed into place and what was there before is removed, so
-// the directory the daemon reads is always a whole package.
-func install(l Layout, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+// install installs the build laid out in l through the installer, as
+// extension install (the first build) or extension update (every rebuild)
+// would, and drops the layout: the installer keeps its own copy.
+func install(ctx context.Context, in *packages.Installer, l Layout, update bool) error {
+	defer os.RemoveAll(l.Dir)
+	// The installer reads a directory named after the manifest, as
+	// discovery does.
+	parent, err := os.MkdirTemp(filepath.Dir(l.Dir), "install-")
+	if err != nil {
+		return err
 	}
-	target := filepath.Join(dir, l.Manifest.Name)
-	old := filepath.Join(filepath.Dir(l.Dir), "old-"+filepath.Base(l.Dir))
-	if err := os.Rename(target, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+	defer os.RemoveAll(parent)
+	named := filepath.Join(parent, l.Manifest.Name)
+	if err := os.Rename(l.Dir, named); err != nil {
+		return err
 	}
-	if err := os.Rename(l.Dir, target); err != nil {
-		_ = os.Rename(old, target)
-		return "", err
+	src := packages.Source{Path: named}
+	if update {
+		_, err = in.Update(ctx, src)
+		return err
 	}
-	return target, os.RemoveAll(old)
+	_, err = in.Install(ctx, src)
+	return err
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/host/packages"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	Self string
 	// Check is config check's validation.
 	Check CheckFunc
+	// Installer installs each build into the run's config directory (its
+	// Dir is set by Run), with the checks extension install makes.
+	Installer packages.Installer
 	// Out gets what the author reads: where things are, each rebuild.
 	Out io.Writer
 	// Started, when set, is called once the package first runs (tests).
@@ -143,7 +147,9 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	name := l.Manifest.Name
-	if _, err := install(l, p.Extensions); err != nil {
+	in := o.Installer
+	in.Dir = p.Extensions
+	if err := install(ctx, &in, l, false); err != nil {
 		return err
 	}
 	cfg, err := generate(l.Manifest, o.Entries, o.Secrets, p.Secrets)
@@ -237,7 +243,9 @@ func rebuild(ctx context.Context, o Options, src string, p Paths, d *daemon, cfg
 		fmt.Fprintf(o.Out, "%s rebuild failed; %s keeps running as it was: %v\n", stamp, name, err)
 		return cfg
 	}
-	if _, err := install(l, p.Extensions); err != nil {
+	in := o.Installer
+	in.Dir = p.Extensions
+	if err := install(ctx, &in, l, true); err != nil {
 		fmt.Fprintf(o.Out, "%s rebuild failed: installing the new build: %v\n", stamp, err)
 		return cfg
 	}
