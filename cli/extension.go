@@ -28,7 +28,7 @@ func extensionCommand() *command {
 	return &command{
 		name:  "extension",
 		short: "packages: list, call, restart and rescan them",
-		subs:  []*command{extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand()},
+		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand()},
 	}
 }
 
