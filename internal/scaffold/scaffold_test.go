@@ -3,12 +3,15 @@ package scaffold
 import (
 	"context"
 	"errors"
+	"go/format"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/open-conduit/open-conduit/protocol"
 )
 
 // TestCheckNameRefusesWhatTheHostWouldRefuse: a name the manifest rules,
@@ -207,5 +210,40 @@ func TestCreateFromACheckoutKeepsItsFilesWhenTidyCannotFetch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(o.Dir, f)); err != nil {
 			t.Fatalf("%s missing: %v", f, err)
 		}
+	}
+}
+
+// TestTemplatesRenderForTheName: the certification fixture parses under
+// the fixture rules and its cases call NAME.hello; every Go file is
+// gofmt-clean; no template is left with an action unfilled.
+func TestTemplatesRenderForTheName(t *testing.T) {
+	files, err := render(Options{Name: "acme-tickets", Module: "example.com/acme"}, "v1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := protocol.ParseCertification(files["certification.json"])
+	if err != nil {
+		t.Fatalf("certification.json: %v", err)
+	}
+	if f.Fixture == nil || len(f.Fixture.Operations) == 0 {
+		t.Fatalf("certification.json has no operation case: %s", files["certification.json"])
+	}
+	for _, c := range f.Fixture.Operations {
+		if c.Operation != "acme-tickets.hello" {
+			t.Fatalf("a case calls %q, not the package's operation", c.Operation)
+		}
+	}
+	for name, data := range files {
+		if strings.Contains(string(data), "{{") {
+			t.Fatalf("%s holds an unfilled template action", name)
+		}
+		if strings.HasSuffix(name, ".go") {
+			if out, err := format.Source(data); err != nil || string(out) != string(data) {
+				t.Fatalf("%s is not gofmt-clean: %v", name, err)
+			}
+		}
+	}
+	if !strings.Contains(string(files["Makefile"]), "\n\t$(GO) tool open-conduit extension check $(DIST)\n") {
+		t.Fatalf("the Makefile's recipes lost their tabs or its extension check:\n%s", files["Makefile"])
 	}
 }
