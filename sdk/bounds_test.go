@@ -21,8 +21,8 @@ func writer() *sdk.Extension {
 		Bytes int    `json:"bytes"`
 	}
 	return sdk.New("notes").
-		Operation("notes.write", sdk.Handler(func(ctx context.Context, _ protocol.Authority, p in) (struct{}, error) {
-			_, err := sdk.HostFrom(ctx).Commit(ctx, sdk.NewBatch().Put("notes", p.Key, bytes.Repeat([]byte{'x'}, p.Bytes)))
+		Operation("notes.write", sdk.Handler(func(ctx context.Context, r *sdk.Request, p in) (struct{}, error) {
+			_, err := r.Host.Commit(ctx, sdk.NewBatch().Put("notes", p.Key, bytes.Repeat([]byte{'x'}, p.Bytes)))
 			return struct{}{}, err
 		}))
 }

@@ -22,12 +22,12 @@ func emitter(result *protocol.KVCommitResult) *sdk.Extension {
 	return sdk.New("notes").
 		Family("notes.changed", sdk.Rederivable()).
 		Schema("notes.changed", 1).
-		Operation("notes.emit", sdk.Handler(func(ctx context.Context, _ protocol.Authority, p in) (struct{}, error) {
+		Operation("notes.emit", sdk.Handler(func(ctx context.Context, r *sdk.Request, p in) (struct{}, error) {
 			b := sdk.NewBatch().Put("notes", "last", []byte(p.Delivery)).Emit(protocol.Emission{
 				Scope: p.Scope, Source: "notes/web", DeliveryID: p.Delivery, Type: p.Type,
 				Payload: protocol.Payload{Schema: "notes.changed.v1", Data: []byte(`{}`)},
 			})
-			res, err := sdk.HostFrom(ctx).Commit(ctx, b)
+			res, err := r.Host.Commit(ctx, b)
 			*result = res
 			return struct{}{}, err
 		}))
@@ -93,9 +93,9 @@ func TestSdktestAnswersCallbacksAsTheDaemonDoes(t *testing.T) {
 		{protocol.MethodKVGet, nil},
 	}
 	got := map[string]error{}
-	x := sdk.New("notes").Operation("notes.call", sdk.Handler(func(ctx context.Context, _ protocol.Authority, _ struct{}) (struct{}, error) {
+	x := sdk.New("notes").Operation("notes.call", sdk.Handler(func(ctx context.Context, r *sdk.Request, _ struct{}) (struct{}, error) {
 		for _, tc := range cases {
-			got[tc.method] = sdk.HostFrom(ctx).Call(ctx, tc.method, protocol.KVGetParams{Namespace: "notes"}, nil)
+			got[tc.method] = r.Host.Call(ctx, tc.method, protocol.KVGetParams{Namespace: "notes"}, nil)
 		}
 		return struct{}{}, nil
 	}))

@@ -11,60 +11,60 @@ import (
 // Extension is an extension's definition: its manifest and the code that
 // serves each surface. Build one with New and its registrations, which
 // declare each surface in the manifest as they register its code, so the
-// two never disagree; then Serve it.
+// two never disagree; then run it with Main.
 type Extension struct {
 	// Manifest is derived from the registrations. Set what they cannot say
 	// (a title, permissions) with New's options or on it directly, before
-	// Serve.
+	// serving.
 	Manifest *protocol.Manifest
 
-	// Configure receives each config generation: after initialize, and again
-	// on every config apply. It answers the ingress sources and webhook paths
-	// the extension registers. Nil answers none.
-	Configure func(ctx context.Context, h *Host, p protocol.ConfigureParams) (protocol.ConfigureResult, error)
-	// Validate checks one config object of a declared type (an entry, a
-	// connection …) before the daemon applies a configuration; return
-	// protocol.Errorf(protocol.ErrInvalid, …) saying what to change. Nil
-	// accepts every object.
-	Validate func(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error)
-	// Migrate upgrades the extension's KV layout from version from to to,
-	// before Configure, with ordinary kv.commit batches. It must be
-	// idempotent: a crash mid-migration runs it again.
-	Migrate func(ctx context.Context, h *Host, from, to int) error
+	configure     ConfigureFunc
+	validate      ValidateFunc
+	migrate       MigrateFunc
+	certification []byte
 
 	operations map[string]*operation
-	tasks      map[string]func(context.Context, *Host) error
+	entries    map[string]*entryType
+	tasks      map[string]TaskFunc
 	checks     map[string]CheckFunc
 	methods    map[string]MethodFunc
 }
 
-// Option sets a manifest field New cannot infer.
-type Option func(*protocol.Manifest)
+// Option sets what New cannot infer: a manifest field, or what the
+// package's binary answers besides serving.
+type Option func(*Extension)
 
 // Version sets the package's own release.
-func Version(v string) Option { return func(m *protocol.Manifest) { m.Version = v } }
+func Version(v string) Option { return func(x *Extension) { x.Manifest.Version = v } }
 
 // Summary sets the one-line summary.
-func Summary(s string) Option { return func(m *protocol.Manifest) { m.Summary = s } }
+func Summary(s string) Option { return func(x *Extension) { x.Manifest.Summary = s } }
 
 // Title sets the display name operators read.
-func Title(s string) Option { return func(m *protocol.Manifest) { m.Title = s } }
+func Title(s string) Option { return func(x *Extension) { x.Manifest.Title = s } }
 
 // Permissions asks for host services beyond the package's own surfaces.
 func Permissions(p ...string) Option {
-	return func(m *protocol.Manifest) { m.Permissions = append(m.Permissions, p...) }
+	return func(x *Extension) { x.Manifest.Permissions = append(x.Manifest.Permissions, p...) }
 }
 
 // KVVersion sets the KV layout version Migrate upgrades to.
-func KVVersion(n int) Option { return func(m *protocol.Manifest) { m.KVVersion = n } }
+func KVVersion(n int) Option { return func(x *Extension) { x.Manifest.KVVersion = n } }
 
 // Command sets the command that runs the package (default <name>-extension).
-func Command(argv ...string) Option { return func(m *protocol.Manifest) { m.Command = argv } }
+func Command(argv ...string) Option { return func(x *Extension) { x.Manifest.Command = argv } }
 
 // HostRun makes the package one the open-conduit binary serves itself
 // (open-conduit extension-run NAME).
 func HostRun() Option {
-	return func(m *protocol.Manifest) { m.Command = protocol.HostRunCommand(m.Name) }
+	return func(x *Extension) { x.Manifest.Command = protocol.HostRunCommand(x.Manifest.Name) }
+}
+
+// Certification sets the certification fixture the package's binary prints
+// for package-certification (JSON; Run refuses anything else). Without it
+// the binary prints {}.
+func Certification(fixture []byte) Option {
+	return func(x *Extension) { x.certification = append([]byte(nil), fixture...) }
 }
 
 // New starts an extension named name, speaking the protocol versions this
@@ -76,10 +76,11 @@ func New(name string, opts ...Option) *Extension {
 		Protocol: append([]int(nil), protocol.Versions...),
 		Command:  []string{name + "-extension"},
 	}
+	x := &Extension{Manifest: m}
 	for _, o := range opts {
-		o(m)
+		o(x)
 	}
-	return &Extension{Manifest: m}
+	return x
 }
 
 // OperationOption sets an operation's declaration.
@@ -130,14 +131,17 @@ func (x *Extension) Operation(name string, h OperationHandler, opts ...Operation
 	return x
 }
 
+// TaskFunc is one pass of a background task. The Request names the task.
+type TaskFunc func(ctx context.Context, r *Request) error
+
 // Task registers a background pass the host runs every interval (at least
 // a second) and declares it.
-func (x *Extension) Task(name string, every time.Duration, fn func(ctx context.Context, h *Host) error) *Extension {
+func (x *Extension) Task(name string, every time.Duration, fn TaskFunc) *Extension {
 	if fn == nil {
 		panic(fmt.Sprintf("sdk: Task %q: nil function", name))
 	}
 	if x.tasks == nil {
-		x.tasks = make(map[string]func(context.Context, *Host) error)
+		x.tasks = make(map[string]TaskFunc)
 	}
 	if _, dup := x.tasks[name]; dup {
 		panic(fmt.Sprintf("sdk: Task %q: registered twice", name))
@@ -149,8 +153,9 @@ func (x *Extension) Task(name string, every time.Duration, fn func(ctx context.C
 }
 
 // CheckFunc is a doctor check: the detail line it returns is shown with an
-// ok verdict; an error fails the check with its message as the detail.
-type CheckFunc func(ctx context.Context, h *Host, deep bool) (detail string, err error)
+// ok verdict; an error fails the check with its message as the detail. deep
+// is true when the operator asked for the checks that use secrets.
+type CheckFunc func(ctx context.Context, r *Request, deep bool) (detail string, err error)
 
 // CheckOption sets a check's declaration.
 type CheckOption func(*protocol.Check)
@@ -211,15 +216,6 @@ func (x *Extension) IngressType(typ string, families ...string) *Extension {
 	return x
 }
 
-// EntryType declares an entry type operators configure in scopes, with the
-// top-level config fields that are safe to show them. Configure receives
-// each generation's entries of it.
-func (x *Extension) EntryType(typ string, settings ...protocol.Setting) *Extension {
-	x.Manifest.Provides.Extensions = append(x.Manifest.Provides.Extensions,
-		protocol.ExtensionType{Type: typ, Settings: settings})
-	return x
-}
-
 // Schema declares a payload schema base with the versions this release
 // reads; the last is the one it writes (<base>.v<N>).
 func (x *Extension) Schema(base string, versions ...int) *Extension {
@@ -228,8 +224,8 @@ func (x *Extension) Schema(base string, versions ...int) *Extension {
 }
 
 // MethodFunc serves a host-to-extension method with no registration of its
-// own, with raw params.
-type MethodFunc func(ctx context.Context, h *Host, params []byte) (any, error)
+// own, with raw params; its result is sent as JSON.
+type MethodFunc func(ctx context.Context, r *Request, params []byte) (any, error)
 
 // Method serves a catalogued host-to-extension method that has no
 // registration method yet. Declare its surface on Manifest.Provides; the
@@ -243,4 +239,57 @@ func (x *Extension) Method(name string, fn MethodFunc) *Extension {
 	}
 	x.methods[name] = fn
 	return x
+}
+
+// ConfigureFunc receives each config generation: after initialize, and again
+// on every config apply. It answers the ingress sources and webhook paths
+// the extension registers.
+type ConfigureFunc func(ctx context.Context, r *Request, p ConfigureParams) (ConfigureResult, error)
+
+// ValidateFunc checks one config object of a declared type (an entry, a
+// connection …) before the daemon applies a configuration; a refusal is
+// Errorf(ErrInvalid, …) saying what to change.
+type ValidateFunc func(ctx context.Context, r *Request, p ValidateParams) (ValidateResult, error)
+
+// MigrateFunc upgrades the extension's KV layout from version from to to.
+type MigrateFunc func(ctx context.Context, r *Request, from, to int) error
+
+// Configure registers the function that receives each config generation.
+// Without one, a generation is accepted and nothing is registered.
+// Registering twice panics.
+func (x *Extension) Configure(fn ConfigureFunc) *Extension {
+	once("Configure", x.configure != nil, fn == nil)
+	x.configure = fn
+	return x
+}
+
+// Validate registers the check of the config objects of the extension's
+// declared types. It runs after the SDK's own strict decoding of a typed
+// entry (EntryConfig), so it sees only configs that fit. Without one (and
+// without typed entries) every object is accepted. Registering twice
+// panics.
+func (x *Extension) Validate(fn ValidateFunc) *Extension {
+	once("Validate", x.validate != nil, fn == nil)
+	x.validate = fn
+	return x
+}
+
+// Migrate registers the upgrade of the extension's KV layout to the version
+// KVVersion declares. It runs before Configure, with ordinary batches, when
+// the stored layout is older, and must be idempotent: a crash mid-migration
+// runs it again. Registering twice panics.
+func (x *Extension) Migrate(fn MigrateFunc) *Extension {
+	once("Migrate", x.migrate != nil, fn == nil)
+	x.migrate = fn
+	return x
+}
+
+// once panics on a second or a nil registration of a single function.
+func once(what string, dup, isNil bool) {
+	switch {
+	case isNil:
+		panic(fmt.Sprintf("sdk: %s: nil function", what))
+	case dup:
+		panic(fmt.Sprintf("sdk: %s: registered twice", what))
+	}
 }

@@ -15,9 +15,8 @@ import (
 
 // Host is the extension's client for the host's methods (E→H). Every call is
 // scoped by the host to the identity it started the process with: KV only in
-// the extension's own namespaces, state only in its scopes. A Host is passed
-// to Configure, Migrate, tasks and checks, and HostFrom finds it inside any
-// handler. It is safe for concurrent use.
+// the extension's own namespaces, state only in its scopes. Every handler
+// finds it in its Request. It is safe for concurrent use.
 type Host struct {
 	// c is the connection to the host, set once before ready is closed.
 	c     *jsonrpc.Conn
@@ -26,18 +25,6 @@ type Host struct {
 
 	mu       sync.Mutex
 	stateDir string
-}
-
-type hostKey struct{}
-
-func withHost(ctx context.Context, h *Host) context.Context {
-	return context.WithValue(ctx, hostKey{}, h)
-}
-
-// HostFrom returns the Host of the request ctx serves, or nil outside one.
-func HostFrom(ctx context.Context) *Host {
-	h, _ := ctx.Value(hostKey{}).(*Host)
-	return h
 }
 
 func newHost(name string) *Host { return &Host{name: name, ready: make(chan struct{})} }
@@ -152,7 +139,7 @@ func (b *Batch) Delete(namespace, key string) *Batch {
 
 // Emit adds an Event of one of the extension's families for the host to
 // accept in the same atomic unit.
-func (b *Batch) Emit(e protocol.Emission) *Batch {
+func (b *Batch) Emit(e Emission) *Batch {
 	b.p.Emissions = append(b.p.Emissions, e)
 	return b
 }
@@ -176,20 +163,26 @@ func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, e
 // maxUpdateAttempts bounds Update's retries on conflict.
 const maxUpdateAttempts = 16
 
-// Update reads key, applies fn to its value, and commits the result guarded
-// by the version it read, retrying on conflict. fn returning nil deletes
-// the key.
-func (h *Host) Update(ctx context.Context, namespace, key string, fn func(old []byte, found bool) ([]byte, error)) error {
+// Update reads key, applies fn to its value, and commits what fn returns
+// guarded by the version it read, retrying on conflict. fn gets a fresh
+// Batch on each attempt: whatever it adds there (an Emit, a Put of another
+// key) commits in the same atomic unit as the key's write, so an Event is
+// emitted exactly when the write lands, and an attempt that conflicts
+// applies nothing of it. fn may run more than once, so it must not have
+// effects of its own beyond the Batch. fn returning nil next deletes the
+// key.
+func (h *Host) Update(ctx context.Context, namespace, key string,
+	fn func(old []byte, found bool, b *Batch) (next []byte, err error)) (KVCommitResult, error) {
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		cur, err := h.Get(ctx, namespace, key)
 		if err != nil {
-			return err
-		}
-		next, err := fn(cur.Value, cur.Found)
-		if err != nil {
-			return err
+			return KVCommitResult{}, err
 		}
 		b := NewBatch()
+		next, err := fn(cur.Value, cur.Found, b)
+		if err != nil {
+			return KVCommitResult{}, err
+		}
 		if cur.Found {
 			b.Check(namespace, key, cur.Version)
 		} else {
@@ -200,12 +193,12 @@ func (h *Host) Update(ctx context.Context, namespace, key string, fn func(old []
 		} else {
 			b.Put(namespace, key, next)
 		}
-		_, err = h.Commit(ctx, b)
+		res, err := h.Commit(ctx, b)
 		if !errors.Is(err, protocol.ErrConflict) {
-			return err
+			return res, err
 		}
 	}
-	return protocol.Errorf(protocol.ErrConflict, "%s/%s: still conflicting after %d attempts", namespace, key, maxUpdateAttempts)
+	return KVCommitResult{}, protocol.Errorf(protocol.ErrConflict, "%s/%s: still conflicting after %d attempts", namespace, key, maxUpdateAttempts)
 }
 
 // Deliver hands one input from the extension's own receiver to the host,

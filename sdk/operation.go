@@ -22,21 +22,22 @@ type operation struct {
 	inputSchema     *Schema
 	inputSchemaJSON jsontext.Value
 	outputSchema    string
-	call            func(ctx context.Context, a protocol.Authority, input protocol.Payload) (any, error)
+	call            func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
 }
 
 // Handler makes an operation handler from a typed function. The input's data
 // is checked against In's JSON Schema (SchemaOf) and decoded strictly: a
 // missing required field, a field In does not have, or a value of the wrong
 // type is refused bad_request naming the field, before fn runs. The Out fn
-// returns is sent as the output's data. In must be a struct or
-// protocol.Payload (to handle the raw payload); anything else panics when the
-// extension is built.
-func Handler[In, Out any](fn func(ctx context.Context, a protocol.Authority, in In) (Out, error)) OperationHandler {
+// returns is sent as the output's data. In must be a struct or Payload (to
+// handle the raw payload); anything else panics when the extension is
+// built. fn's Request carries the call's Authority and RequestID and the
+// Host.
+func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, error)) OperationHandler {
 	t := reflect.TypeFor[In]()
 	raw := t == payType
 	if !raw && t.Kind() != reflect.Struct {
-		panic(fmt.Sprintf("sdk: Handler: input %s must be a struct or protocol.Payload", t))
+		panic(fmt.Sprintf("sdk: Handler: input %s must be a struct or sdk.Payload", t))
 	}
 	var schema *Schema
 	if raw {
@@ -45,14 +46,14 @@ func Handler[In, Out any](fn func(ctx context.Context, a protocol.Authority, in 
 		schema = SchemaOf[In]()
 	}
 	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON()}
-	op.call = func(ctx context.Context, a protocol.Authority, input protocol.Payload) (any, error) {
+	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
 		var in In
 		if raw {
 			reflect.ValueOf(&in).Elem().Set(reflect.ValueOf(input))
 		} else if err := decodeInput(schema, input.Data, &in); err != nil {
 			return nil, err
 		}
-		return fn(ctx, a, in)
+		return fn(ctx, r, in)
 	}
 	return OperationHandler{op: op}
 }

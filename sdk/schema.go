@@ -95,32 +95,47 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) *Schema {
 func addFields(s *Schema, t reflect.Type, seen map[reflect.Type]bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			addFields(s, f.Type, seen)
+		name, optional, use := jsonField(f)
+		if !use {
 			continue
 		}
 		if name == "" {
-			name = f.Name
+			addFields(s, f.Type, seen)
+			continue
 		}
 		fs := schemaOf(f.Type, seen)
 		if doc := f.Tag.Get("doc"); doc != "" {
 			fs.Description = doc
 		}
 		s.Properties[name] = fs
-		optional := f.Type.Kind() == reflect.Pointer ||
-			strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
 		if !optional {
 			s.Required = append(s.Required, name)
 		}
 	}
+}
+
+// jsonField is how a struct field appears in JSON: its member name, and
+// whether it may be absent (a pointer, or tagged omitempty or omitzero).
+// use is false for a field JSON leaves out; an empty name with use is an
+// embedded struct whose fields are flattened into the parent.
+func jsonField(f reflect.StructField) (name string, optional, use bool) {
+	if !f.IsExported() {
+		return "", false, false
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false, false
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+		return "", false, true
+	}
+	if name == "" {
+		name = f.Name
+	}
+	optional = f.Type.Kind() == reflect.Pointer ||
+		strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+	return name, optional, true
 }
 
 // JSON encodes the schema deterministically, as the manifest carries it.
@@ -237,7 +252,7 @@ func (s *Schema) checkObject(o map[string]any, path string) error {
 			continue
 		}
 		if s.Closed {
-			return fmt.Errorf("field %s is not a field of this input", child)
+			return fmt.Errorf("field %s is not a known field: remove it or correct its name", child)
 		}
 		if s.Additional != nil {
 			if err := s.Additional.check(o[k], child); err != nil {

@@ -1,7 +1,6 @@
 package sdk_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,12 +33,12 @@ type forecastOut struct {
 
 func weather(calls *atomic.Int32) *sdk.Extension {
 	return sdk.New("weather", sdk.Version("0.1.0")).
-		Operation("weather.forecast", sdk.Handler(func(ctx context.Context, a protocol.Authority, in forecastIn) (forecastOut, error) {
+		Operation("weather.forecast", sdk.Handler(func(ctx context.Context, r *sdk.Request, in forecastIn) (forecastOut, error) {
 			calls.Add(1)
 			if in.City == "atlantis" {
 				return forecastOut{}, &protocol.Error{Code: "unknown_city", Message: "no forecast for atlantis"}
 			}
-			return forecastOut{Summary: fmt.Sprintf("rain in %s for %d days (scope %s)", in.City, in.Days, a.Scope)}, nil
+			return forecastOut{Summary: fmt.Sprintf("rain in %s for %d days (scope %s)", in.City, in.Days, r.Authority.Scope)}, nil
 		}), sdk.Guidance("Call it before planning anything outdoors."))
 }
 
@@ -117,11 +116,11 @@ func TestManifestIsDerivedFromRegistrations(t *testing.T) {
 	x := sdk.New("acme", sdk.Version("1.2.3"), sdk.Permissions(protocol.PermissionProbes)).
 		Family("acme.seen", sdk.Loss("a missed delivery is not seen again")).
 		IngressType("acme-feed", "acme.seen").
-		Operation("acme.lookup", sdk.Handler(func(context.Context, protocol.Authority, forecastIn) (forecastOut, error) {
+		Operation("acme.lookup", sdk.Handler(func(context.Context, *sdk.Request, forecastIn) (forecastOut, error) {
 			return forecastOut{}, nil
 		}), sdk.Describe("look something up")).
-		Task("acme-sync", 30*time.Second, func(context.Context, *sdk.Host) error { return nil }).
-		Check("acme-ready", func(context.Context, *sdk.Host, bool) (string, error) { return "", nil }, sdk.Deep())
+		Task("acme-sync", 30*time.Second, func(context.Context, *sdk.Request) error { return nil }).
+		Check("acme-ready", func(context.Context, *sdk.Request, bool) (string, error) { return "", nil }, sdk.Deep())
 	m := x.Manifest
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
@@ -167,15 +166,15 @@ func TestManifestIsDerivedFromRegistrations(t *testing.T) {
 func TestRegistrationMistakesPanicWithTheName(t *testing.T) {
 	cases := map[string]func(){
 		"duplicate operation": func() {
-			h := sdk.Handler(func(context.Context, protocol.Authority, forecastIn) (forecastOut, error) { return forecastOut{}, nil })
+			h := sdk.Handler(func(context.Context, *sdk.Request, forecastIn) (forecastOut, error) { return forecastOut{}, nil })
 			sdk.New("acme").Operation("acme.x", h).Operation("acme.x", h)
 		},
 		"non-struct input": func() {
-			sdk.Handler(func(context.Context, protocol.Authority, string) (forecastOut, error) { return forecastOut{}, nil })
+			sdk.Handler(func(context.Context, *sdk.Request, string) (forecastOut, error) { return forecastOut{}, nil })
 		},
 		"zero handler": func() { sdk.New("acme").Operation("acme.x", sdk.OperationHandler{}) },
 		"duplicate task": func() {
-			fn := func(context.Context, *sdk.Host) error { return nil }
+			fn := func(context.Context, *sdk.Request) error { return nil }
 			sdk.New("acme").Task("acme-t", time.Second, fn).Task("acme-t", time.Second, fn)
 		},
 	}
@@ -196,8 +195,8 @@ func TestRegistrationMistakesPanicWithTheName(t *testing.T) {
 }
 
 func kvExtension(result chan<- error, body func(ctx context.Context, h *sdk.Host) error) *sdk.Extension {
-	return sdk.New("notes").Operation("notes.run", sdk.Handler(func(ctx context.Context, _ protocol.Authority, _ struct{}) (struct{}, error) {
-		return struct{}{}, body(ctx, sdk.HostFrom(ctx))
+	return sdk.New("notes").Operation("notes.run", sdk.Handler(func(ctx context.Context, r *sdk.Request, _ struct{}) (struct{}, error) {
+		return struct{}{}, body(ctx, r.Host)
 	}))
 }
 
@@ -206,7 +205,7 @@ func TestHostKVThroughTheWire(t *testing.T) {
 	var got []protocol.KVItem
 	x := kvExtension(nil, func(ctx context.Context, h *sdk.Host) error {
 		for i := 0; i < 3; i++ {
-			if err := h.Update(ctx, "notes.index", fmt.Sprintf("k%d", i), func([]byte, bool) ([]byte, error) {
+			if _, err := h.Update(ctx, "notes.index", fmt.Sprintf("k%d", i), func([]byte, bool, *sdk.Batch) ([]byte, error) {
 				return []byte(fmt.Sprint(i)), nil
 			}); err != nil {
 				return err
@@ -316,28 +315,5 @@ func TestVersionNegotiationRefusesNoCommonVersion(t *testing.T) {
 	err := conn.Call(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersions: []int{7, 9}}, nil)
 	if !errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {
 		t.Fatalf("got %v", err)
-	}
-}
-
-func TestPackageCommand(t *testing.T) {
-	var calls atomic.Int32
-	x := weather(&calls)
-	var out bytes.Buffer
-	if !sdk.PackageCommand([]string{"package-manifest"}, x.Manifest, nil, &out) {
-		t.Fatal("package-manifest not answered")
-	}
-	m, err := protocol.ParseAndValidateManifest(out.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !m.SemanticallyEqual(x.Manifest) {
-		t.Fatal("printed manifest differs")
-	}
-	out.Reset()
-	if !sdk.PackageCommand([]string{"package-certification"}, x.Manifest, []byte(`{"entries":[]}`), &out) || !strings.Contains(out.String(), "entries") {
-		t.Fatalf("certification: %q", out.String())
-	}
-	if sdk.PackageCommand([]string{"serve"}, x.Manifest, nil, &out) || sdk.PackageCommand(nil, x.Manifest, nil, &out) {
-		t.Fatal("other arguments must fall through to serving")
 	}
 }

@@ -17,6 +17,8 @@ import (
 )
 
 // Serve serves x over the process's stdin and stdout until stdin closes.
+// Main (through Run) calls it; call it yourself only when main does more
+// than Main does.
 //
 // Before it reads anything it takes the protocol off the standard file
 // descriptors: the protocol keeps private copies of stdin and stdout, fd 0
@@ -25,16 +27,15 @@ import (
 // corrupt the stream, and a child process cannot read the host's messages.
 // Log to stderr: the host keeps it in a bounded per-extension log.
 //
-// An invalid manifest is reported and refused before serving: it is a
-// mistake in the extension's code, and the host would refuse it anyway.
+// An invalid manifest is refused before serving: it is a mistake in the
+// extension's code, and the host would refuse it anyway. Run reports a
+// returned error on stderr.
 func Serve(x *Extension) error {
 	if err := x.Manifest.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: invalid manifest:\n%v\n", x.Manifest.Name, err)
-		return err
+		return fmt.Errorf("invalid manifest:\n%w", err)
 	}
 	in, out, err := takeStdio()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", x.Manifest.Name, err)
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -94,35 +95,38 @@ func (s *server) gate(_ context.Context, method string) error {
 // each registered surface.
 func (s *server) table() *jsonrpc.Table {
 	t := jsonrpc.NewTable()
-	handle(s, t, protocol.Initialize, s.initialize)
-	handle(s, t, protocol.Configure, s.configure)
-	handle(s, t, protocol.Shutdown, s.shutdown)
+	jsonrpc.Serve(t, protocol.Initialize, s.initialize)
+	jsonrpc.Serve(t, protocol.Configure, s.configure)
+	jsonrpc.Serve(t, protocol.Shutdown, s.shutdown)
 	if len(s.x.operations) > 0 {
-		handle(s, t, protocol.OperationCall, s.operationCall)
+		jsonrpc.Serve(t, protocol.OperationCall, s.operationCall)
 	}
-	if s.x.Validate != nil {
-		handle(s, t, protocol.Validate, s.x.Validate)
+	if s.x.validate != nil || s.typedEntries() {
+		jsonrpc.Serve(t, protocol.Validate, s.validate)
 	}
 	if len(s.x.tasks) > 0 {
-		handle(s, t, protocol.TaskRun, s.taskRun)
+		jsonrpc.Serve(t, protocol.TaskRun, s.taskRun)
 	}
 	if len(s.x.checks) > 0 {
-		handle(s, t, protocol.CheckRun, s.checkRun)
+		jsonrpc.Serve(t, protocol.CheckRun, s.checkRun)
 	}
 	for name, fn := range s.x.methods {
 		t.HandleRaw(name, func(ctx context.Context, params jsontext.Value) (any, error) {
-			return fn(withHost(ctx, s.host), s.host, params)
+			return fn(ctx, &Request{Host: s.host, Method: name}, params)
 		})
 	}
 	return t
 }
 
-// handle registers a method through its descriptor, with a handler that
-// finds the Host in its context.
-func handle[P, R any](s *server, t *jsonrpc.Table, d protocol.Desc[P, R], fn func(context.Context, P) (R, error)) {
-	jsonrpc.Serve(t, d, func(ctx context.Context, p P) (R, error) {
-		return fn(withHost(ctx, s.host), p)
-	})
+// typedEntries reports whether any entry type's config is typed, so the
+// SDK answers validate for it.
+func (s *server) typedEntries() bool {
+	for _, e := range s.x.entries {
+		if e.check != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *server) initialize(_ context.Context, p protocol.InitializeParams) (protocol.InitializeResult, error) {
@@ -136,15 +140,30 @@ func (s *server) initialize(_ context.Context, p protocol.InitializeParams) (pro
 }
 
 func (s *server) configure(ctx context.Context, p protocol.ConfigureParams) (protocol.ConfigureResult, error) {
-	if p.KV.Stored < p.KV.Declared && s.x.Migrate != nil {
-		if err := s.x.Migrate(ctx, s.host, p.KV.Stored, p.KV.Declared); err != nil {
+	r := &Request{Host: s.host, Method: protocol.MethodConfigure}
+	if p.KV.Stored < p.KV.Declared && s.x.migrate != nil {
+		if err := s.x.migrate(ctx, r, p.KV.Stored, p.KV.Declared); err != nil {
 			return protocol.ConfigureResult{}, fmt.Errorf("migrating KV from layout %d to %d: %w", p.KV.Stored, p.KV.Declared, err)
 		}
 	}
-	if s.x.Configure == nil {
+	if s.x.configure == nil {
 		return protocol.ConfigureResult{}, nil
 	}
-	return s.x.Configure(ctx, s.host, p)
+	return s.x.configure(ctx, r, p)
+}
+
+// validate decodes a typed entry's config strictly (EntryConfig) and then
+// asks the extension's own Validate, if any.
+func (s *server) validate(ctx context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
+	if e, ok := s.x.entries[p.Type]; ok && e.check != nil && p.Kind == protocol.ValidateExtension {
+		if err := e.check(p.Config); err != nil {
+			return protocol.ValidateResult{}, entryError(p.Type, p.Name, err)
+		}
+	}
+	if s.x.validate == nil {
+		return protocol.ValidateResult{}, nil
+	}
+	return s.x.validate(ctx, &Request{Host: s.host, Method: protocol.MethodValidate}, p)
 }
 
 // shutdownWait bounds how long shutdown waits for in-flight requests.
@@ -165,8 +184,9 @@ func (s *server) operationCall(ctx context.Context, p protocol.OperationCallPara
 	if !ok {
 		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "operation %q is not declared by %s", p.Operation, s.x.Manifest.Name)
 	}
-	ctx = withRequestID(ctx, p.RequestID)
-	out, err := op.call(ctx, p.Authority, p.Input)
+	r := &Request{Host: s.host, Authority: p.Authority, RequestID: p.RequestID,
+		Method: protocol.MethodOperationCall, Name: p.Operation}
+	out, err := op.call(ctx, r, p.Input)
 	if err != nil {
 		return protocol.OperationCallResult{}, err
 	}
@@ -178,7 +198,7 @@ func (s *server) taskRun(ctx context.Context, p protocol.TaskRunParams) (protoco
 	if !ok {
 		return protocol.TaskRunResult{}, protocol.Errorf(protocol.ErrUndeclared, "task %q is not declared by %s", p.Task, s.x.Manifest.Name)
 	}
-	return protocol.TaskRunResult{}, fn(ctx, s.host)
+	return protocol.TaskRunResult{}, fn(ctx, &Request{Host: s.host, Method: protocol.MethodTaskRun, Name: p.Task})
 }
 
 func (s *server) checkRun(ctx context.Context, p protocol.CheckRunParams) (protocol.CheckRunResult, error) {
@@ -186,55 +206,9 @@ func (s *server) checkRun(ctx context.Context, p protocol.CheckRunParams) (proto
 	if !ok {
 		return protocol.CheckRunResult{}, protocol.Errorf(protocol.ErrUndeclared, "check %q is not declared by %s", p.Check, s.x.Manifest.Name)
 	}
-	detail, err := fn(ctx, s.host, p.Deep)
+	detail, err := fn(ctx, &Request{Host: s.host, Method: protocol.MethodCheckRun, Name: p.Check}, p.Deep)
 	if err != nil {
 		return protocol.CheckRunResult{Status: protocol.CheckFail, Code: protocol.CodeOf(err), Detail: err.Error()}, nil
 	}
 	return protocol.CheckRunResult{OK: true, Status: protocol.CheckOK, Detail: detail}, nil
-}
-
-type requestIDKey struct{}
-
-func withRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// CallRequestID returns the request ID of the operation call ctx serves: the
-// idempotency key a retry carries too. A handler whose effect is not
-// naturally idempotent derives its intent identity from it.
-func CallRequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-// PackageCommand answers the packaging subcommands a package's binary
-// serves: package-manifest prints the manifest, package-certification the
-// certification fixture (or {} when there is none). It reports whether args
-// named one, so main returns instead of serving.
-func PackageCommand(args []string, m *protocol.Manifest, certification []byte, w io.Writer) bool {
-	if len(args) == 0 {
-		return false
-	}
-	switch args[0] {
-	case "package-manifest":
-		b, err := m.MarshalIndent()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "encoding manifest: %v\n", err)
-			os.Exit(1)
-		}
-		_, _ = w.Write(b)
-		return true
-	case "package-certification":
-		if len(certification) == 0 {
-			certification = []byte("{}")
-		}
-		var v jsontext.Value = append([]byte(nil), certification...)
-		if err := v.Indent(jsontext.WithIndent("  ")); err != nil {
-			fmt.Fprintf(os.Stderr, "certification fixture is not JSON: %v\n", err)
-			os.Exit(1)
-		}
-		_, _ = w.Write(append(v, '\n'))
-		return true
-	}
-	return false
 }

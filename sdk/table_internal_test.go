@@ -14,12 +14,10 @@ import (
 func TestSDKServesOnlyHostToExtensionMethodsThroughDescriptors(t *testing.T) {
 	type in struct{}
 	x := New("acme").
-		Operation("acme.op", Handler(func(context.Context, protocol.Authority, in) (struct{}, error) { return struct{}{}, nil })).
-		Task("acme-sync", time.Minute, func(context.Context, *Host) error { return nil }).
-		Check("acme-ok", func(context.Context, *Host, bool) (string, error) { return "", nil })
-	x.Validate = func(context.Context, protocol.ValidateParams) (protocol.ValidateResult, error) {
-		return protocol.ValidateResult{}, nil
-	}
+		Operation("acme.op", Handler(func(context.Context, *Request, in) (struct{}, error) { return struct{}{}, nil })).
+		Task("acme-sync", time.Minute, func(context.Context, *Request) error { return nil }).
+		Check("acme-ok", func(context.Context, *Request, bool) (string, error) { return "", nil }).
+		Validate(func(context.Context, *Request, ValidateParams) (ValidateResult, error) { return ValidateResult{}, nil })
 	described := map[string]bool{}
 	for _, d := range protocol.Descriptors() {
 		described[d.Name] = true
