@@ -14,6 +14,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
+	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
 )
 
@@ -27,8 +28,8 @@ const maxRestartWait = client.MaxWait
 func extensionCommand() *command {
 	return &command{
 		name:  "extension",
-		short: "packages: list, call, restart and rescan them",
-		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand()},
+		short: "packages: list, install, update, roll back, remove, call, restart and rescan them",
+		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand(), extensionInstallCommand(), extensionUpdateCommand(), extensionRollbackCommand(), extensionRemoveCommand()},
 	}
 }
 
@@ -38,7 +39,9 @@ func extensionListCommand() *command {
 		short: "list the packages, with their state when a daemon runs",
 		long: "List the packages: from the running daemon (state, the state's code, pid,\n" +
 			"restarts, permissions, log, last error) or, with no daemon, as discovery finds\n" +
-			"them offline (installed beside the config file, bundled, served by this binary).",
+			"them offline (installed beside the config file, bundled, served by this binary).\n" +
+			"Each shows the protocol versions its manifest lists, what it provides, and the\n" +
+			"release kept for rollback; then what discovery skipped and any name conflict.",
 		state: true, config: true, json: true,
 		run: func(r *runner, _ []string) error {
 			exts, err := client.New(r.place.State).Extensions(r.ctx)
@@ -48,28 +51,33 @@ func extensionListCommand() *command {
 			} else if err != nil {
 				return err
 			}
-			return r.emit(exts, func(w io.Writer) error { return writeExtensions(w, exts) })
+			l := listingOf(r.place, exts)
+			return r.emit(l, func(w io.Writer) error { return writeExtensions(w, l) })
 		},
 	}
 }
 
-// writeExtensions is extension list's table, then what discovery skipped.
-func writeExtensions(w io.Writer, exts client.Extensions) error {
+// writeExtensions is extension list's table, then what discovery skipped
+// and the name conflicts.
+func writeExtensions(w io.Writer, l listing) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tSOURCE\tSTATE\tCODE\tPID\tRESTARTS\tPERMISSIONS\tLOG\tLAST ERROR")
-	for _, e := range exts.Extensions {
+	fmt.Fprintln(tw, "NAME\tVERSION\tSOURCE\tSTATE\tCODE\tPID\tRESTARTS\tPROTOCOL\tPROVIDES\tPERMISSIONS\tKEPT\tLOG\tLAST ERROR")
+	for _, e := range l.Extensions {
 		pid := "-"
 		if e.PID > 0 {
 			pid = fmt.Sprint(e.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.Name, dash(e.Version), e.Source, e.State, dash(e.Code),
-			pid, e.Restarts, dash(strings.Join(e.Permissions, ",")), dash(e.Log), dash(firstLine(e.LastError)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, dash(e.Version), e.Source, e.State, dash(e.Code),
+			pid, e.Restarts, intsText(e.Protocols), dash(e.Provides), dash(strings.Join(e.Permissions, ",")), dash(e.Kept), dash(e.Log), dash(firstLine(e.LastError)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, s := range exts.Skipped {
+	for _, s := range l.Skipped {
 		fmt.Fprintf(w, "skipped %s: %s (%s)\n", s.Dir, s.Message, s.Code)
+	}
+	for _, c := range l.Conflicts {
+		fmt.Fprintf(w, "conflict: %s (%s)\n", c, protocol.CodeRegistrationConflict)
 	}
 	return nil
 }

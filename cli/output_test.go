@@ -14,6 +14,7 @@ import (
 	json "github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -115,20 +116,25 @@ func TestStatusSaysPhaseUptimeConfigAndPackages(t *testing.T) {
 }
 
 func TestExtensionListShowsTheStateCodeAndLog(t *testing.T) {
-	exts := client.Extensions{Extensions: []client.Extension{
-		{Name: "hello", Version: "0.2.0", Source: "bundled", State: "running", PID: 42, Log: "/srv/oc/logs/extensions/hello.log"},
-		{Name: "notes", Source: "installed", State: "refused", Code: "handshake_failed", LastError: "exited during initialize\nmore", Log: "/srv/oc/logs/extensions/notes.log"},
-	}}
-	out := printed(t, func(w io.Writer) error { return writeExtensions(w, exts) })
+	l := listing{Extensions: []listed{
+		{Extension: client.Extension{Name: "hello", Version: "0.2.0", Source: "bundled", State: "running", PID: 42, Log: "/srv/oc/logs/extensions/hello.log"},
+			Protocols: []int{1}, Provides: "1 operation"},
+		{Extension: client.Extension{Name: "notes", Source: "installed", State: "refused", Code: "handshake_failed", LastError: "exited during initialize\nmore", Log: "/srv/oc/logs/extensions/notes.log"},
+			Protocols: []int{1, 2}, Kept: "0.9.0"},
+	}, Conflicts: []discover.Conflict{{Kind: "operation", Name: "notes.add", Owners: []string{"notes", "jot"}}}}
+	out := printed(t, func(w io.Writer) error { return writeExtensions(w, l) })
 	lines := strings.Split(out, "\n")
-	if !regexp.MustCompile(`^NAME\s+VERSION\s+SOURCE\s+STATE\s+CODE\s+PID\s+RESTARTS\s+PERMISSIONS\s+LOG\s+LAST ERROR$`).MatchString(lines[0]) {
+	if !regexp.MustCompile(`^NAME\s+VERSION\s+SOURCE\s+STATE\s+CODE\s+PID\s+RESTARTS\s+PROTOCOL\s+PROVIDES\s+PERMISSIONS\s+KEPT\s+LOG\s+LAST ERROR$`).MatchString(lines[0]) {
 		t.Fatalf("header %q", lines[0])
 	}
-	if !regexp.MustCompile(`^hello\s+0.2.0\s+bundled\s+running\s+-\s+42\s+0\s+-\s+/srv/oc/logs/extensions/hello.log\s+-$`).MatchString(lines[1]) {
+	if !regexp.MustCompile(`^hello\s+0.2.0\s+bundled\s+running\s+-\s+42\s+0\s+1\s+1 operation\s+-\s+-\s+/srv/oc/logs/extensions/hello.log\s+-$`).MatchString(lines[1]) {
 		t.Errorf("running row %q", lines[1])
 	}
-	if !regexp.MustCompile(`^notes\s+-\s+installed\s+refused\s+handshake_failed\s+-\s+0\s+-\s+/srv/oc/logs/extensions/notes.log\s+exited during initialize$`).MatchString(lines[2]) {
+	if !regexp.MustCompile(`^notes\s+-\s+installed\s+refused\s+handshake_failed\s+-\s+0\s+1,2\s+-\s+-\s+0.9.0\s+/srv/oc/logs/extensions/notes.log\s+exited during initialize$`).MatchString(lines[2]) {
 		t.Errorf("refused row %q", lines[2])
+	}
+	if !strings.Contains(out, `conflict: operation "notes.add" is claimed by notes and jot (registration_conflict)`) {
+		t.Errorf("the conflict is not listed:\n%s", out)
 	}
 }
 
