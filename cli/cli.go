@@ -108,10 +108,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = cmd.run(r, inv.flags.Args())
 	}
-	var ue usageError
+	var (
+		ue usageError
+		es exitStatus
+	)
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &es):
+		return int(es)
 	case errors.As(err, &ue):
 		return misuse(stderr, inv.path, err.Error())
 	default:

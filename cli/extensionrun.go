@@ -39,14 +39,19 @@ func extensionRunCommand() *command {
 				return usagef("no first-party extension is named %q; this binary serves: %s",
 					args[0], strings.Join(extensions.Names(), ", "))
 			}
-			ext := build()
-			if len(args) > 1 {
-				if sdk.PackageCommand(args[1:], ext.Manifest, nil, r.stdout) {
-					return nil
-				}
+			if len(args) > 1 && args[1] != "package-manifest" && args[1] != "package-certification" {
 				return usagef("unknown subcommand %q: use package-manifest or package-certification, or nothing to serve", args[1])
 			}
-			return sdk.Serve(ext)
+			if code := sdk.RunWith(build(), args[1:], r.stdout, r.stderr); code != 0 {
+				return exitStatus(code)
+			}
+			return nil
 		},
 	}
 }
+
+// exitStatus ends a command with a status whose reason is already printed
+// (the SDK says why an extension stopped on stderr).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

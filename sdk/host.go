@@ -86,8 +86,8 @@ func (h *Host) Get(ctx context.Context, namespace, key string) (Value, error) {
 // List reads every key of a namespace under prefix, in key order, paging
 // through kv.list: the host ends a page at its count or its bytes, and says
 // more follows, so a page short of the count is not the end.
-func (h *Host) List(ctx context.Context, namespace, prefix string) ([]protocol.KVItem, error) {
-	var out []protocol.KVItem
+func (h *Host) List(ctx context.Context, namespace, prefix string) ([]KVItem, error) {
+	var out []KVItem
 	after := ""
 	for {
 		p := protocol.KVListParams{Namespace: namespace, Prefix: prefix, After: after, Limit: protocol.KVMaxList}
@@ -149,13 +149,13 @@ func (b *Batch) Empty() bool {
 	return len(b.p.Checks)+len(b.p.Puts)+len(b.p.Deletes)+len(b.p.Emissions) == 0
 }
 
-// Commit applies the batch. A failed check is protocol.ErrConflict and
-// applies nothing; re-read and retry. A batch holding anything over its
-// bound (protocol.CheckBounds: a value, a payload, a name) is
-// protocol.ErrTooLarge before it is sent, as the host would refuse it.
-func (h *Host) Commit(ctx context.Context, b *Batch) (protocol.KVCommitResult, error) {
+// Commit applies the batch. A failed check is ErrConflict and applies
+// nothing; re-read and retry. A batch holding anything over its bound (a
+// value, a payload, a name) is ErrTooLarge before it is sent, as the host
+// would refuse it.
+func (h *Host) Commit(ctx context.Context, b *Batch) (KVCommitResult, error) {
 	if err := protocol.CheckBounds(b.p); err != nil {
-		return protocol.KVCommitResult{}, err
+		return KVCommitResult{}, err
 	}
 	return jsonrpc.Invoke(ctx, h.conn(), protocol.KVCommit, b.p)
 }
@@ -204,14 +204,14 @@ func (h *Host) Update(ctx context.Context, namespace, key string,
 // Deliver hands one input from the extension's own receiver to the host,
 // which answers only after accepting it durably: acknowledge upstream only
 // then.
-func (h *Host) Deliver(ctx context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
+func (h *Host) Deliver(ctx context.Context, p IngressDeliverParams) (IngressDeliverResult, error) {
 	return jsonrpc.Invoke(ctx, h.conn(), protocol.IngressDeliver, p)
 }
 
 // Artifact opens an artifact writer: bytes written are sent in acknowledged
 // chunks of at most 256 KiB, so a slow host slows the writer rather than
 // filling memory.
-func (h *Host) Artifact(ctx context.Context, p protocol.ArtifactCreateParams) (*ArtifactWriter, error) {
+func (h *Host) Artifact(ctx context.Context, p ArtifactCreateParams) (*ArtifactWriter, error) {
 	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.ArtifactCreate, p)
 	if err != nil {
 		return nil, err
@@ -257,9 +257,9 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 
 // Commit commits the artifact, checked against the digest of every byte
 // written.
-func (w *ArtifactWriter) Commit() (protocol.ArtifactCommitResult, error) {
+func (w *ArtifactWriter) Commit() (ArtifactCommitResult, error) {
 	if w.err != nil {
-		return protocol.ArtifactCommitResult{}, w.err
+		return ArtifactCommitResult{}, w.err
 	}
 	return jsonrpc.Invoke(w.ctx, w.h.conn(), protocol.ArtifactCommit,
 		protocol.ArtifactCommitParams{Artifact: w.id, Digest: hex.EncodeToString(w.sum.Sum(nil))})

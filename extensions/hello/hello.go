@@ -15,7 +15,6 @@ import (
 
 	json "github.com/go-json-experiment/json"
 
-	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
@@ -55,30 +54,48 @@ type Beat struct {
 	Greeting string `json:"greeting"`
 }
 
+// entry is one hello entry of the current configuration, its config
+// decoded.
+type entry struct {
+	sdk.Entry
+	config EntryConfig
+}
+
 // entries are the hello entries of the current configuration.
 type entries struct {
 	mu   sync.Mutex
-	list []protocol.Entry
+	list []entry
 }
 
-func (e *entries) set(list []protocol.Entry) {
+// configure keeps each generation's entries for the heartbeat.
+func (e *entries) configure(_ context.Context, _ *sdk.Request, p sdk.ConfigureParams) (sdk.ConfigureResult, error) {
+	list := make([]entry, 0, len(p.Entries))
+	for _, en := range p.Entries {
+		c, err := sdk.DecodeEntry[EntryConfig](en)
+		if err != nil {
+			return sdk.ConfigureResult{}, err
+		}
+		list = append(list, entry{Entry: en, config: c})
+	}
 	e.mu.Lock()
 	e.list = list
 	e.mu.Unlock()
+	return sdk.ConfigureResult{}, nil
 }
 
-func (e *entries) get() []protocol.Entry {
+func (e *entries) get() []entry {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]protocol.Entry(nil), e.list...)
+	return append([]entry(nil), e.list...)
 }
 
 // Extension builds the hello extension.
 func Extension() *sdk.Extension {
 	var es entries
-	x := sdk.New(Name, sdk.Version("0.2.0"), sdk.HostRun(),
+	return sdk.New(Name, sdk.Version("0.2.0"), sdk.HostRun(),
 		sdk.Title("Hello"), sdk.Summary("greets by name, counts greetings in its KV, and sends a heartbeat into its scopes")).
-		EntryType(Name).
+		EntryType(Name, sdk.EntryConfig[EntryConfig]()).
+		Configure(es.configure).
 		Family(Heartbeat, sdk.Loss("a missed heartbeat is not sent again")).
 		Family(Greeted, sdk.Loss("a greeting not recorded is not recorded later")).
 		Schema(Heartbeat, 1).
@@ -86,99 +103,66 @@ func Extension() *sdk.Extension {
 		Operation("hello.greet", sdk.Handler(greet),
 			sdk.Describe("greet someone by name"),
 			sdk.Guidance("Call `hello.greet` with a name; the answer says how many times that name was greeted.")).
-		Task("hello-heartbeat", HeartbeatEvery, func(ctx context.Context, h *sdk.Host) error { return heartbeat(ctx, h, es.get()) }).
+		Task("hello-heartbeat", HeartbeatEvery, func(ctx context.Context, r *sdk.Request) error { return heartbeat(ctx, r.Host, es.get()) }).
 		Check("hello-kv", kvCheck)
-	x.Validate = validate
-	x.Configure = func(_ context.Context, _ *sdk.Host, p protocol.ConfigureParams) (protocol.ConfigureResult, error) {
-		es.set(p.Entries)
-		return protocol.ConfigureResult{}, nil
-	}
-	return x
 }
 
-// EntryConfig is a hello entry's config.
+// EntryConfig is a hello entry's config. The SDK refuses an entry whose
+// config has any other field, or a greeting that is not a string.
 type EntryConfig struct {
-	// Greeting is the heartbeat's greeting (default "Hello").
-	Greeting string `json:"greeting,omitempty"`
+	Greeting string `json:"greeting,omitempty" doc:"The heartbeat's greeting (default Hello)."`
 }
 
-// validate checks a hello entry: only the fields EntryConfig has.
-func validate(_ context.Context, p protocol.ValidateParams) (protocol.ValidateResult, error) {
-	if p.Kind != protocol.ValidateExtension || p.Type != Name {
-		return protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid, "hello checks only its %q entries", Name)
-	}
-	if len(p.Config) == 0 {
-		return protocol.ValidateResult{}, nil
-	}
-	var c EntryConfig
-	if err := json.Unmarshal(p.Config, &c, json.RejectUnknownMembers(true)); err != nil {
-		return protocol.ValidateResult{}, protocol.Errorf(protocol.ErrInvalid,
-			"a hello entry's config takes only \"greeting\" (a string)")
-	}
-	return protocol.ValidateResult{}, nil
-}
-
-func greet(ctx context.Context, a protocol.Authority, in GreetInput) (Greeting, error) {
+// greet counts the greeting and, in a scope, records it as an Event in the
+// same batch, so the count and the Event land together or not at all.
+func greet(ctx context.Context, r *sdk.Request, in GreetInput) (Greeting, error) {
 	if in.Name == "" {
-		return Greeting{}, protocol.Errorf(protocol.ErrInvalid, "name is empty: say who to greet")
+		return Greeting{}, sdk.Errorf(sdk.ErrInvalid, "name is empty: say who to greet")
 	}
-	h := sdk.HostFrom(ctx)
 	var count int
-	err := h.Update(ctx, Namespace, in.Name, func(old []byte, _ bool) ([]byte, error) {
+	_, err := r.Host.Update(ctx, Namespace, in.Name, func(old []byte, _ bool, b *sdk.Batch) ([]byte, error) {
 		count, _ = strconv.Atoi(string(old))
 		count++
+		if r.Authority.Scope != "" {
+			data, _ := json.Marshal(map[string]any{"name": in.Name, "count": count})
+			// The request ID makes a retried call the same Event.
+			id := r.RequestID
+			if id == "" {
+				id = fmt.Sprintf("%s/%d", in.Name, count)
+			}
+			b.Emit(sdk.Emission{
+				Scope: r.Authority.Scope, Source: Name, DeliveryID: "greet/" + id, Type: Greeted,
+				Payload: sdk.Payload{Schema: GreetedSchema, Data: data},
+			})
+		}
 		return []byte(strconv.Itoa(count)), nil
 	})
 	if err != nil {
 		return Greeting{}, fmt.Errorf("counting the greeting: %w", err)
-	}
-	if a.Scope != "" {
-		data, _ := json.Marshal(map[string]any{"name": in.Name, "count": count})
-		// The request ID makes a retried call the same Event.
-		id := sdk.CallRequestID(ctx)
-		if id == "" {
-			id = fmt.Sprintf("%s/%d", in.Name, count)
-		}
-		_, err := h.Commit(ctx, sdk.NewBatch().Emit(protocol.Emission{
-			Scope: a.Scope, Source: Name, DeliveryID: "greet/" + id, Type: Greeted,
-			Payload: protocol.Payload{Schema: GreetedSchema, Data: data},
-		}))
-		if err != nil {
-			return Greeting{}, fmt.Errorf("recording the greeting: %w", err)
-		}
 	}
 	return Greeting{Greeting: "Hello, " + in.Name + "!", Count: count}, nil
 }
 
 // heartbeat sends one Event into the scope of each entry, counting beats
 // in KV in the same atomic batch.
-func heartbeat(ctx context.Context, h *sdk.Host, es []protocol.Entry) error {
+func heartbeat(ctx context.Context, h *sdk.Host, es []entry) error {
 	for _, e := range es {
 		key := e.Scope + "/" + e.Name
-		cur, err := h.Get(ctx, Name+".beats", key)
-		if err != nil {
-			return err
+		greeting := e.config.Greeting
+		if greeting == "" {
+			greeting = "Hello"
 		}
-		n, _ := strconv.Atoi(string(cur.Value))
-		n++
-		var c EntryConfig
-		_ = json.Unmarshal(e.Config, &c)
-		if c.Greeting == "" {
-			c.Greeting = "Hello"
-		}
-		data, _ := json.Marshal(Beat{Entry: e.Name, Beat: n, Greeting: c.Greeting})
-		b := sdk.NewBatch()
-		if cur.Found {
-			b.Check(Name+".beats", key, cur.Version)
-		} else {
-			b.CheckAbsent(Name+".beats", key)
-		}
-		b.Put(Name+".beats", key, []byte(strconv.Itoa(n)))
-		b.Emit(protocol.Emission{
-			Scope: e.Scope, Source: Name + "/" + e.Scope + "/" + e.Name, DeliveryID: fmt.Sprintf("beat/%d", n), Type: Heartbeat,
-			Payload: protocol.Payload{Schema: HeartbeatSchema, Data: data},
+		_, err := h.Update(ctx, Name+".beats", key, func(old []byte, _ bool, b *sdk.Batch) ([]byte, error) {
+			n, _ := strconv.Atoi(string(old))
+			n++
+			data, _ := json.Marshal(Beat{Entry: e.Name, Beat: n, Greeting: greeting})
+			b.Emit(sdk.Emission{
+				Scope: e.Scope, Source: Name + "/" + e.Scope + "/" + e.Name, DeliveryID: fmt.Sprintf("beat/%d", n), Type: Heartbeat,
+				Payload: sdk.Payload{Schema: HeartbeatSchema, Data: data},
+			})
+			return []byte(strconv.Itoa(n)), nil
 		})
-		if _, err := h.Commit(ctx, b); err != nil {
+		if err != nil {
 			return fmt.Errorf("heartbeat for %s: %w", key, err)
 		}
 	}
@@ -186,12 +170,12 @@ func heartbeat(ctx context.Context, h *sdk.Host, es []protocol.Entry) error {
 }
 
 // kvCheck reads the extension's KV, which proves the host serves it.
-func kvCheck(ctx context.Context, h *sdk.Host, _ bool) (string, error) {
-	items, err := h.List(ctx, Namespace, "")
+func kvCheck(ctx context.Context, r *sdk.Request, _ bool) (string, error) {
+	items, err := r.Host.List(ctx, Namespace, "")
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", Namespace, err)
 	}
-	beats, err := h.List(ctx, Name+".beats", "")
+	beats, err := r.Host.List(ctx, Name+".beats", "")
 	if err != nil {
 		return "", fmt.Errorf("reading %s.beats: %w", Name, err)
 	}

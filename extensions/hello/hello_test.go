@@ -3,6 +3,7 @@ package hello_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
@@ -42,5 +43,62 @@ func TestManifestIsHostRunAndValid(t *testing.T) {
 	}
 	if !protocol.IsHostRun(m.Command, hello.Name) {
 		t.Fatalf("command %v", m.Command)
+	}
+}
+
+// TestGreetAndHeartbeatCommitTheirEventWithTheirCount: a greeting in a
+// scope and a heartbeat pass each land their count and their Event in one
+// batch; a retried greeting (same request ID) is the same Event.
+func TestGreetAndHeartbeatCommitTheirEventWithTheirCount(t *testing.T) {
+	ctx := context.Background()
+	h := sdktest.New(t, hello.Extension(), sdktest.WithScopes("s1"),
+		sdktest.WithConfigure(protocol.ConfigureParams{Entries: []protocol.Entry{
+			{Scope: "s1", Type: hello.Name, Name: "h1", Config: []byte(`{"greeting":"Hi"}`)},
+		}}))
+	greet := protocol.OperationCallParams{Operation: "hello.greet", RequestID: "r1",
+		Authority: protocol.Authority{Scope: "s1"}, Input: protocol.Payload{Data: []byte(`{"name":"ada"}`)}}
+	for range 2 {
+		if err := h.Raw(ctx, protocol.MethodOperationCall, greet, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.RunTask(ctx, "hello-heartbeat"); err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string][]protocol.Event{}
+	for _, e := range h.Host().Events() {
+		byType[e.Type] = append(byType[e.Type], e)
+	}
+	if g := byType[hello.Greeted]; len(g) != 1 || g[0].DeliveryID != "greet/r1" {
+		t.Fatalf("greeted Events %+v, want one for request r1", g)
+	}
+	if b := byType[hello.Heartbeat]; len(b) != 1 || !strings.Contains(string(b[0].Payload.Data), `"greeting":"Hi"`) {
+		t.Fatalf("heartbeat Events %+v, want one with the entry's greeting", b)
+	}
+	for _, c := range h.Host().Commits() {
+		if len(c.Emissions) != 1 || len(c.Puts) != 1 {
+			t.Fatalf("a batch %+v does not carry its Event with its count", c)
+		}
+	}
+}
+
+// TestEntryConfigIsCheckedByItsType: hello's entry config takes only a
+// greeting string; the SDK refuses anything else naming the field.
+func TestEntryConfigIsCheckedByItsType(t *testing.T) {
+	h := sdktest.New(t, hello.Extension())
+	cases := []struct {
+		config, field string
+	}{
+		{`{"colour":"red"}`, "/colour"},
+		{`{"greeting":5}`, "/greeting"},
+		{`{"greeting":"Hi"}`, ""},
+		{`{}`, ""},
+	}
+	for _, tc := range cases {
+		err := h.Raw(context.Background(), protocol.MethodValidate, protocol.ValidateParams{
+			Kind: protocol.ValidateExtension, Type: hello.Name, Name: "h", Config: []byte(tc.config)}, nil)
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.Is(err, protocol.ErrInvalid) || !strings.Contains(err.Error(), tc.field)) {
+			t.Errorf("%s: %v", tc.config, err)
+		}
 	}
 }

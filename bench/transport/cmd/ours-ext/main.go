@@ -9,27 +9,26 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
-	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
 func extension() *sdk.Extension {
 	return sdk.New("bench", sdk.Version("1.0.0")).
-		Operation("bench.echo", sdk.Handler(func(_ context.Context, _ protocol.Authority, in workload.Echo) (workload.Echo, error) {
+		Operation("bench.echo", sdk.Handler(func(_ context.Context, _ *sdk.Request, in workload.Echo) (workload.Echo, error) {
 			return in, nil
 		})).
 		Operation("bench.callbacks", sdk.Handler(callbacks)).
 		Operation("bench.upload", sdk.Handler(upload)).
 		Operation("bench.wait", sdk.Handler(wait)).
-		Operation("bench.crash", sdk.Handler(func(_ context.Context, _ protocol.Authority, in workload.Crash) (workload.Echo, error) {
+		Operation("bench.crash", sdk.Handler(func(_ context.Context, _ *sdk.Request, in workload.Crash) (workload.Echo, error) {
 			workload.WriteNow(in.File)
 			os.Exit(3)
 			return workload.Echo{}, nil
 		}))
 }
 
-func callbacks(ctx context.Context, _ protocol.Authority, in workload.Callbacks) (workload.CallbackTimes, error) {
-	h := sdk.HostFrom(ctx)
+func callbacks(ctx context.Context, r *sdk.Request, in workload.Callbacks) (workload.CallbackTimes, error) {
+	h := r.Host
 	out := workload.CallbackTimes{Nanos: make([]int64, 0, in.N)}
 	for i := 0; i < in.N; i++ {
 		t := time.Now()
@@ -41,8 +40,8 @@ func callbacks(ctx context.Context, _ protocol.Authority, in workload.Callbacks)
 	return out, nil
 }
 
-func upload(ctx context.Context, _ protocol.Authority, in workload.Upload) (workload.Uploaded, error) {
-	w, err := sdk.HostFrom(ctx).Artifact(ctx, protocol.ArtifactCreateParams{Name: "upload.bin"})
+func upload(ctx context.Context, r *sdk.Request, in workload.Upload) (workload.Uploaded, error) {
+	w, err := r.Host.Artifact(ctx, sdk.ArtifactCreateParams{Name: "upload.bin"})
 	if err != nil {
 		return workload.Uploaded{}, err
 	}
@@ -54,32 +53,24 @@ func upload(ctx context.Context, _ protocol.Authority, in workload.Upload) (work
 		}
 		chunks++
 	}
-	r, err := w.Commit()
+	done, err := w.Commit()
 	if err != nil {
 		return workload.Uploaded{}, err
 	}
-	return workload.Uploaded{Size: r.Size, Chunks: chunks}, nil
+	return workload.Uploaded{Size: done.Size, Chunks: chunks}, nil
 }
 
-func wait(ctx context.Context, _ protocol.Authority, in workload.Wait) (workload.Echo, error) {
+func wait(ctx context.Context, r *sdk.Request, in workload.Wait) (workload.Echo, error) {
 	// The cancel may come while this is answered: it must not end it.
 	started := strconv.FormatInt(time.Now().UnixNano(), 10)
-	if _, err := sdk.HostFrom(ctx).Commit(context.WithoutCancel(ctx), sdk.NewBatch().Put("bench", in.Key+".started", []byte(started))); err != nil {
+	if _, err := r.Host.Commit(context.WithoutCancel(ctx), sdk.NewBatch().Put("bench", in.Key+".started", []byte(started))); err != nil {
 		return workload.Echo{}, err
 	}
 	<-ctx.Done()
 	seen := time.Now().UnixNano()
-	_, err := sdk.HostFrom(ctx).Commit(context.WithoutCancel(ctx),
+	_, err := r.Host.Commit(context.WithoutCancel(ctx),
 		sdk.NewBatch().Put("bench", in.Key, []byte(strconv.FormatInt(seen, 10))))
 	return workload.Echo{}, err
 }
 
-func main() {
-	ext := extension()
-	if sdk.PackageCommand(os.Args[1:], ext.Manifest, nil, os.Stdout) {
-		return
-	}
-	if err := sdk.Serve(ext); err != nil {
-		os.Exit(1)
-	}
-}
+func main() { sdk.Main(extension()) }
