@@ -29,6 +29,8 @@ var commandFlags = map[string][]string{
 	"extension call":    {"state", "json", "scope", "input"},
 	"extension restart": {"state", "json", "wait"},
 	"extension rescan":  {"state", "json"},
+	"extension check":   {"json", "allow"},
+	"extension inspect": {"json"},
 	"logs":              {"state", "json", "tail", "follow"},
 	"events":            nil,
 	"events list":       {"state", "json", "after", "limit", "scope", "follow"},

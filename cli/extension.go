@@ -28,8 +28,8 @@ const maxRestartWait = client.MaxWait
 func extensionCommand() *command {
 	return &command{
 		name:  "extension",
-		short: "packages: list, install, update, roll back, remove, call, restart and rescan them",
-		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand(), extensionInstallCommand(), extensionUpdateCommand(), extensionRollbackCommand(), extensionRemoveCommand()},
+		short: "packages: write, list, install, update, roll back, remove, check, inspect, call, restart and rescan them",
+		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand(), extensionInstallCommand(), extensionUpdateCommand(), extensionRollbackCommand(), extensionRemoveCommand(), extensionCheckCommand(), extensionInspectCommand()},
 	}
 }
 

@@ -42,7 +42,11 @@ func extensionRunCommand() *command {
 			if len(args) > 1 && args[1] != "package-manifest" && args[1] != "package-certification" {
 				return usagef("unknown subcommand %q: use package-manifest or package-certification, or nothing to serve", args[1])
 			}
-			if code := sdk.RunWith(build(), args[1:], r.stdout, r.stderr); code != 0 {
+			ext := build()
+			if cert, ok := extensions.Certifications[args[0]]; ok {
+				sdk.Certification(cert)(ext)
+			}
+			if code := sdk.RunWith(ext, args[1:], r.stdout, r.stderr); code != 0 {
 				return exitStatus(code)
 			}
 			return nil
