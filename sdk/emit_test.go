@@ -86,7 +86,7 @@ func TestSdktestAnswersCallbacksAsTheDaemonDoes(t *testing.T) {
 		method string
 		want   *protocol.Error
 	}{
-		{protocol.MethodStateEvents, protocol.ErrUnsupported},
+		{protocol.MethodStateWork, protocol.ErrUnsupported},
 		{protocol.MethodRouteMatch, protocol.ErrMethodNotFound},
 		{"no.such.method", protocol.ErrMethodNotFound},
 		{protocol.MethodProbeList, protocol.ErrUndeclared},

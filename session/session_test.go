@@ -58,7 +58,7 @@ func TestCallbacksOutsideTheManifestAreRefused(t *testing.T) {
 		// Enabled by a surface the manifest does not declare (work kinds).
 		{"work.cancel", protocol.CodeUndeclared},
 		// Catalogued, enabled, not served by this host yet.
-		{"secret.resolve", protocol.CodeUnsupported},
+		{"state.works", protocol.CodeUnsupported},
 		// A host-to-extension method sent to the host.
 		{"route.match", protocol.CodeMethodNotFound},
 		// Not a method at all.

@@ -12,8 +12,8 @@ import (
 // boundsChecks are the checks of the size bounds: pages by bytes, and
 // writes no answer could carry refused.
 var boundsChecks = []check{
-	{"KVListPagesByBytes", kvListPagesByBytes},
-	{"KVCommitOverItsBoundsIsTooLargeAndAppliesNothing", kvCommitOverBoundsIsTooLarge},
+	{"KVListPagesByBytes", kvListPagesByBytes, nil},
+	{"KVCommitOverItsBoundsIsTooLargeAndAppliesNothing", kvCommitOverBoundsIsTooLarge, nil},
 }
 
 // bigValues is how many values of bigValueBytes kvListPagesByBytes writes:

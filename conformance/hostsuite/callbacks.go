@@ -9,7 +9,7 @@ import (
 // callbackChecks are the checks of what a host answers before any handler
 // runs.
 var callbackChecks = []check{
-	{"CallbackAnswersBeforeAnyHandler", callbackAnswers},
+	{"CallbackAnswersBeforeAnyHandler", callbackAnswers, nil},
 }
 
 func callbackAnswers(x *ext) {

@@ -8,9 +8,9 @@ import (
 
 // emissionChecks are the checks of kv.commit emissions.
 var emissionChecks = []check{
-	{"EmissionIsAcceptedAsNewWithTheBatch", emissionIsAcceptedAsNew},
-	{"EmissionRepeatIsTheSameEventNotNew", emissionRepeatIsTheSameEvent},
-	{"EmissionRefusedAppliesNothing", emissionRefusedAppliesNothing},
+	{"EmissionIsAcceptedAsNewWithTheBatch", emissionIsAcceptedAsNew, nil},
+	{"EmissionRepeatIsTheSameEventNotNew", emissionRepeatIsTheSameEvent, nil},
+	{"EmissionRefusedAppliesNothing", emissionRefusedAppliesNothing, nil},
 }
 
 // source is the extension's source every good emission names.

@@ -10,13 +10,13 @@ import (
 
 // kvChecks are the checks of kv.get, kv.list and kv.commit.
 var kvChecks = []check{
-	{"KVGetAnswersValueAndVersion", kvGetAnswersValueAndVersion},
-	{"KVListPagesInKeyOrder", kvListPagesInKeyOrder},
-	{"KVCommitAnswersVersionsAChecksCanName", kvCommitAnswersVersions},
-	{"KVCommitFailedPreconditionAppliesNothing", kvCommitFailedPreconditionAppliesNothing},
-	{"KVCommitForeignNamespaceAppliesNothing", kvCommitForeignNamespaceAppliesNothing},
-	{"KVReadOfForeignNamespaceIsUnauthorized", kvReadOfForeignNamespaceIsUnauthorized},
-	{"KVCommitRefusedEmissionAppliesNothing", kvCommitRefusedEmissionAppliesNothing},
+	{"KVGetAnswersValueAndVersion", kvGetAnswersValueAndVersion, nil},
+	{"KVListPagesInKeyOrder", kvListPagesInKeyOrder, nil},
+	{"KVCommitAnswersVersionsAChecksCanName", kvCommitAnswersVersions, nil},
+	{"KVCommitFailedPreconditionAppliesNothing", kvCommitFailedPreconditionAppliesNothing, nil},
+	{"KVCommitForeignNamespaceAppliesNothing", kvCommitForeignNamespaceAppliesNothing, nil},
+	{"KVReadOfForeignNamespaceIsUnauthorized", kvReadOfForeignNamespaceIsUnauthorized, nil},
+	{"KVCommitRefusedEmissionAppliesNothing", kvCommitRefusedEmissionAppliesNothing, nil},
 }
 
 func put(ns, key, value string) protocol.KVPut {

@@ -4,9 +4,12 @@
 // conflicts, foreign namespaces, all or nothing), kv.commit emissions
 // (accepted and new, repeats, foreign sources, undeclared families, wrong
 // schemas, unconfigured scopes), the size bounds (kv.list paged by bytes, a
-// value, key or payload over its bound refused too_large), and the answers
-// to callbacks a host does not serve (unsupported, method_not_found,
-// undeclared).
+// value, key or payload over its bound refused too_large), the state reads
+// (only the extension's scopes, paged), event.accept (derives only, records
+// with a new Event only), secret.resolve (only what its entries select),
+// and the answer to every catalogued extension-to-host method: what the
+// catalogue marks served reaches its handler, every other method enabled
+// answers unsupported, and one the manifest does not enable undeclared.
 //
 // Every check starts a fresh host through the Host interface and talks to it
 // as the extension would: over a real JSON-RPC connection on OS pipes,
@@ -37,18 +40,31 @@ type Served struct {
 
 // Host is a host implementation under test.
 type Host interface {
-	// Serve starts a fresh, empty host for the extension whose manifest is
-	// m, configured in scopes: the scopes whose configuration uses it. What
-	// it needs (a store in tb.TempDir()) is released by tb's cleanups.
-	Serve(tb testing.TB, m *protocol.Manifest, scopes []string) Served
+	// Serve starts a fresh host as s describes: empty KV, s's Events in
+	// its log and a configuration in which s's entries are the extension's.
+	// What it needs (a store in tb.TempDir()) is released by tb's cleanups.
+	Serve(tb testing.TB, s Setup) Served
 }
 
 // HostFunc adapts a function to Host.
-type HostFunc func(tb testing.TB, m *protocol.Manifest, scopes []string) Served
+type HostFunc func(tb testing.TB, s Setup) Served
 
 // Serve calls f.
-func (f HostFunc) Serve(tb testing.TB, m *protocol.Manifest, scopes []string) Served {
-	return f(tb, m, scopes)
+func (f HostFunc) Serve(tb testing.TB, s Setup) Served { return f(tb, s) }
+
+// Setup is what a host holds before the extension connects.
+type Setup struct {
+	// Manifest is the extension's.
+	Manifest *protocol.Manifest
+	// Entries are the extension's entries, each in its scope: those
+	// scopes, and no others, use it.
+	Entries []protocol.Entry
+	// Secrets are, by scope, the secrets the extension's entries there
+	// select, by name, with their values.
+	Secrets map[string]map[string]string
+	// Events are accepted, in order, before the extension connects, in
+	// any scope and from any source, as ingress or another extension would.
+	Events []protocol.Emission
 }
 
 // The extension every check runs as, and its scopes.
@@ -85,24 +101,61 @@ func Manifest() *protocol.Manifest {
 	}
 }
 
-// Scopes are the scopes a check's host configures for the extension.
+// Scopes are the scopes that use the extension in every check's Setup.
 func Scopes() []string { return []string{Scope, OtherScope} }
+
+// The seeds of every check's Setup.
+const (
+	// Token is the value of the secret TokenName, which the extension's
+	// entry in Scope selects.
+	Token     = "t0k3n"
+	TokenName = "token"
+	// Foreign is a root Event of another extension in Unconfigured, and
+	// Seen one in Scope: both accepted before the extension connects.
+	Foreign = "other/feed"
+)
+
+// ForeignID and SeenID are the IDs of the seeded Events.
+var (
+	ForeignID = protocol.EmittedEventID(Foreign, "f1")
+	SeenID    = protocol.EmittedEventID(Foreign, "s1")
+)
+
+// DefaultSetup is every check's Setup unless it names its own: Manifest,
+// one entry in each of Scopes, the secret TokenName selected in Scope, and
+// the two seeded Events.
+func DefaultSetup() Setup {
+	return Setup{
+		Manifest: Manifest(),
+		Entries: []protocol.Entry{
+			{Scope: Scope, Type: EntryType, Name: "feed", Config: []byte(`{"url":"https://example.test/feed"}`)},
+			{Scope: OtherScope, Type: EntryType, Name: "feed2"},
+		},
+		Secrets: map[string]map[string]string{Scope: {TokenName: Token}},
+		Events: []protocol.Emission{
+			{Scope: Unconfigured, Source: Foreign, DeliveryID: "f1", Type: "other.seen", Payload: protocol.Payload{Schema: "other.seen.v1", Data: []byte(`{"n":0}`)}},
+			{Scope: Scope, Source: Foreign, DeliveryID: "s1", Type: "other.seen", Payload: protocol.Payload{Schema: "other.seen.v1", Data: []byte(`{"n":0}`)}},
+		},
+	}
+}
 
 // check is one row of the suite.
 type check struct {
 	name string
 	run  func(x *ext)
+	// setup is the check's own Setup (nil: DefaultSetup).
+	setup func() Setup
 }
 
 // checks is the suite, in the order it runs.
-var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks)
+var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, methodChecks)
 
 // Run runs every check against h, each as a subtest on a fresh host.
 func Run(t *testing.T, h Host) {
 	t.Helper()
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
-			c.run(connect(t, t, h))
+			c.run(connect(t, t, h, c.setupOf()))
 		})
 	}
 }
@@ -115,12 +168,19 @@ func Failures(tb testing.TB, h Host) map[string][]string {
 	out := map[string][]string{}
 	for _, c := range checks {
 		rec := &recorder{}
-		rec.run(func() { c.run(connect(tb, rec, h)) })
+		rec.run(func() { c.run(connect(tb, rec, h, c.setupOf())) })
 		if len(rec.failures) > 0 {
 			out[c.name] = rec.failures
 		}
 	}
 	return out
+}
+
+func (c check) setupOf() Setup {
+	if c.setup == nil {
+		return DefaultSetup()
+	}
+	return c.setup()
 }
 
 // reporter is what a check reports through: a *testing.T, or a recorder.
@@ -164,15 +224,16 @@ func (r *recorder) run(fn func()) {
 // ext is the extension's side of one check: a connection to a fresh host.
 type ext struct {
 	reporter
-	ctx  context.Context
-	conn *jsonrpc.Conn
+	ctx   context.Context
+	conn  *jsonrpc.Conn
+	setup Setup
 }
 
 // connect starts a fresh host and connects an extension to it over two OS
 // pipes.
-func connect(tb testing.TB, r reporter, h Host) *ext {
+func connect(tb testing.TB, r reporter, h Host, s Setup) *ext {
 	tb.Helper()
-	served := h.Serve(tb, Manifest(), Scopes())
+	served := h.Serve(tb, s)
 	hostR, extW, err := os.Pipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -187,7 +248,7 @@ func connect(tb testing.TB, r reporter, h Host) *ext {
 		_ = conn.Close()
 		_ = host.Close()
 	})
-	return &ext{reporter: r, ctx: context.Background(), conn: conn}
+	return &ext{reporter: r, ctx: context.Background(), conn: conn, setup: s}
 }
 
 // commit sends one kv.commit batch.

@@ -15,9 +15,27 @@ import (
 	"github.com/open-conduit/open-conduit/sdk/memhost"
 )
 
+// newMemHost is the in-memory host as s describes it, with opts.
+func newMemHost(tb testing.TB, s hostsuite.Setup, opts ...memhost.Option) *memhost.Host {
+	opts = append([]memhost.Option{memhost.WithManifest(s.Manifest)}, opts...)
+	for scope, secrets := range s.Secrets {
+		opts = append(opts, memhost.WithSecrets(scope, secrets))
+	}
+	h := memhost.New(s.Manifest.Name, opts...)
+	if err := h.Configure(protocol.ConfigureParams{Entries: s.Entries}); err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range s.Events {
+		if _, _, err := h.Accept(e); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return h
+}
+
 // memHost is a faithful host: the in-memory one.
-func memHost(_ testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
-	h := memhost.New(m.Name, memhost.WithManifest(m), memhost.WithScopes(scopes...))
+func memHost(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	h := newMemHost(tb, s)
 	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
 }
 
@@ -30,18 +48,29 @@ func withCommit(wrap func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc) hostsui
 // withHandler is the in-memory host with one method's handler replaced by
 // wrap's.
 func withHandler(method string, wrap func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc) hostsuite.Host {
-	return hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
-		s := memHost(tb, m, scopes)
-		t := jsonrpc.NewTable()
-		for _, name := range s.Table.Methods() {
-			fn, _ := s.Table.Lookup(name)
+	return hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+		return rewire(s, memHost(tb, s), func(name string, fn jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
 			if name == method {
-				fn = wrap(fn)
+				return wrap(fn)
 			}
+			return fn
+		})
+	})
+}
+
+// rewire is served with each handler replaced by what edit makes of it,
+// and none where edit answers nil; its gate judges by the new table.
+func rewire(s hostsuite.Setup, served hostsuite.Served, edit func(name string, fn jsonrpc.HandlerFunc) jsonrpc.HandlerFunc) hostsuite.Served {
+	t := jsonrpc.NewTable()
+	for _, name := range served.Table.Methods() {
+		fn, _ := served.Table.Lookup(name)
+		if fn = edit(name, fn); fn != nil {
 			t.HandleRaw(name, fn)
 		}
-		return hostsuite.Served{Table: t, Gate: s.Gate}
-	})
+	}
+	return hostsuite.Served{Table: t, Gate: func(_ context.Context, method string) error {
+		return protocol.CheckCallback(s.Manifest, method, t.Has, false)
+	}}
 }
 
 func decodeBatch(raw jsontext.Value) protocol.KVCommitParams {
@@ -129,21 +158,103 @@ var unboundedWritesHost = withCommit(func(base jsonrpc.HandlerFunc) jsonrpc.Hand
 })
 
 // everyScopeHost treats an unconfigured scope as configured.
-var everyScopeHost = hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
-	return memHost(tb, m, append(slices.Clone(scopes), hostsuite.Unconfigured))
+var everyScopeHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	h := newMemHost(tb, s, memhost.WithScopes(hostsuite.Unconfigured))
+	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
 })
 
 // enabledOnlyGateHost gates callbacks as the in-memory test host once did:
 // undeclared for anything the manifest does not enable, and no unsupported.
-var enabledOnlyGateHost = hostsuite.HostFunc(func(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
-	s := memHost(tb, m, scopes)
-	s.Gate = func(_ context.Context, method string) error {
-		if !m.Enabled(method) {
-			return protocol.Errorf(protocol.ErrUndeclared, "%s is not enabled by %s's manifest", method, m.Name)
+var enabledOnlyGateHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	served := memHost(tb, s)
+	served.Gate = func(_ context.Context, method string) error {
+		if !s.Manifest.Enabled(method) {
+			return protocol.Errorf(protocol.ErrUndeclared, "%s is not enabled by %s's manifest", method, s.Manifest.Name)
 		}
 		return nil
 	}
-	return s
+	return served
+})
+
+// transportHost also serves artifact.* and ingress.deliver, as the
+// in-memory host once did while the daemon answered them unsupported.
+var transportHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	h := newMemHost(tb, s, memhost.WithTransportMethods())
+	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
+})
+
+// noStateEventsHost does not serve state.events.
+var noStateEventsHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	return rewire(s, memHost(tb, s), func(name string, fn jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+		if name == protocol.MethodStateEvents {
+			return nil
+		}
+		return fn
+	})
+})
+
+// everythingEnabledHost gates as if the manifest enabled every method.
+var everythingEnabledHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	served := memHost(tb, s)
+	served.Gate = func(_ context.Context, method string) error {
+		return protocol.CheckCallback(hostsuite.Maximal(), method, served.Table.Has, false)
+	}
+	return served
+})
+
+// rootAcceptingHost accepts a root Event through event.accept.
+var rootAcceptingHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	h := newMemHost(tb, s)
+	return rewire(s, hostsuite.Served{Table: h.Table(), Gate: h.Gate}, func(name string, fn jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+		if name != protocol.MethodEventAccept {
+			return fn
+		}
+		return func(ctx context.Context, raw jsontext.Value) (any, error) {
+			var p protocol.EventAcceptParams
+			_ = json.Unmarshal(raw, &p)
+			if p.Parent != "" {
+				return fn(ctx, raw)
+			}
+			ev, added, err := h.Accept(protocol.Emission{Scope: p.Scope, Source: p.Source, DeliveryID: p.DeliveryID, Type: p.Type, Payload: p.Payload})
+			return protocol.EventAcceptResult{Event: ev, Added: added}, err
+		}
+	})
+})
+
+// repeatRecordsHost commits an event.accept's records even when the Event
+// is a repeat.
+var repeatRecordsHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	served := memHost(tb, s)
+	commit, _ := served.Table.Lookup(protocol.MethodKVCommit)
+	return rewire(s, served, func(name string, fn jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+		if name != protocol.MethodEventAccept {
+			return fn
+		}
+		return func(ctx context.Context, raw jsontext.Value) (any, error) {
+			out, err := fn(ctx, raw)
+			var p protocol.EventAcceptParams
+			_ = json.Unmarshal(raw, &p)
+			if res, ok := out.(protocol.EventAcceptResult); ok && err == nil && !res.Added && p.Records != nil {
+				_, _ = commit(ctx, encode(*p.Records))
+			}
+			return out, err
+		}
+	})
+})
+
+// anyScopeSecretsHost answers a refused scope's secret.resolve with the
+// secrets of the scope that has them.
+var anyScopeSecretsHost = withHandler(protocol.MethodSecretResolve, func(base jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
+	return func(ctx context.Context, raw jsontext.Value) (any, error) {
+		out, err := base(ctx, raw)
+		if err == nil {
+			return out, nil
+		}
+		var p protocol.SecretResolveParams
+		_ = json.Unmarshal(raw, &p)
+		p.Scope = hostsuite.Scope
+		return base(ctx, encodeAny(p))
+	}
 })
 
 // TestWeakenedHostsFailTheSuite is the suite's negative control: each
@@ -160,7 +271,17 @@ func TestWeakenedHostsFailTheSuite(t *testing.T) {
 			"KVCommitRefusedEmissionAppliesNothing", "EmissionRefusedAppliesNothing",
 		}},
 		{"the namespace check skipped", namespaceBlindHost, []string{"KVCommitForeignNamespaceAppliesNothing"}},
-		{"an unconfigured scope accepted", everyScopeHost, []string{"EmissionRefusedAppliesNothing"}},
+		{"an unconfigured scope accepted", everyScopeHost, []string{
+			"EmissionRefusedAppliesNothing", "StateScopesAreTheExtensionsWithItsEntries", "StateEventsAreOnlyTheExtensionsScopesPaged",
+		}},
+		{"methods the daemon does not serve served", transportHost, []string{"EveryMethodAnswersAsTheCatalogueSays"}},
+		{"a served method not served", noStateEventsHost, []string{
+			"EveryMethodAnswersAsTheCatalogueSays", "StateEventsAreOnlyTheExtensionsScopesPaged",
+		}},
+		{"methods the manifest does not enable served", everythingEnabledHost, []string{"MethodsNotEnabledAreUndeclared"}},
+		{"a root accepted by event.accept", rootAcceptingHost, []string{"EventAcceptOnlyDerivesWithRecordsOnlyWhenNew"}},
+		{"a repeat's records committed", repeatRecordsHost, []string{"EventAcceptOnlyDerivesWithRecordsOnlyWhenNew"}},
+		{"secrets resolved in any scope", anyScopeSecretsHost, []string{"SecretResolveAnswersOnlyWhatItsEntriesSelect"}},
 		{"unsupported answered undeclared or method_not_found", enabledOnlyGateHost, []string{"CallbackAnswersBeforeAnyHandler"}},
 		{"kv.list paged by count alone", countOnlyListHost, []string{"KVListPagesByBytes"}},
 		{"writes over their bounds cut and applied", unboundedWritesHost, []string{"KVCommitOverItsBoundsIsTooLargeAndAppliesNothing"}},

@@ -2,32 +2,79 @@ package service_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/conformance/hostsuite"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/service"
+	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
 // daemonHost serves the suite's extension as the daemon does: its service
-// over a real Pebble store in a temporary directory, configured so exactly
-// scopes use it, behind the callback rules the session applies.
-func daemonHost(tb testing.TB, m *protocol.Manifest, scopes []string) hostsuite.Served {
+// over a real Pebble store in a temporary directory, holding s's Events,
+// configured so s's entries are the extension's (each selecting its scope's
+// secrets, kept in files as an operator keeps them), behind the callback
+// rules the session applies.
+func daemonHost(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
 	db := openDB(tb, tb.TempDir(), false)
 	tb.Cleanup(func() { db.Close() })
-	cfg := &config.Config{Scopes: []config.Scope{{ID: "unused"}}}
-	for _, id := range scopes {
-		cfg.Scopes = append(cfg.Scopes, config.Scope{ID: id, Entries: []config.Entry{{Name: "feed", Type: m.Provides.Extensions[0].Type}}})
+	gen := &config.Generation{Config: setupConfig(tb, s), Dir: tb.TempDir()}
+	err := db.Update(func(tx *pebblekv.Tx) error {
+		for _, e := range s.Events {
+			in := pebblekv.EventInput{Scope: e.Scope, Source: e.Source, Type: e.Type, DeliveryID: e.DeliveryID, Parent: e.Parent, Payload: e.Payload}
+			if _, _, err := tx.Accept(in, pebblekv.Limits{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
 	}
-	gen := &config.Generation{Config: cfg, Dir: tb.TempDir()}
-	table := service.New(m, service.Deps{DB: db, Generation: func() *config.Generation { return gen }}).Table()
+	table := service.New(s.Manifest, service.Deps{DB: db, Generation: func() *config.Generation { return gen }}).Table()
 	return hostsuite.Served{
 		Table: table,
 		Gate: func(_ context.Context, method string) error {
-			return protocol.CheckCallback(m, method, table.Has, false)
+			return protocol.CheckCallback(s.Manifest, method, table.Has, false)
 		},
 	}
+}
+
+// setupConfig is the configuration s describes, with a scope that does
+// not use the extension and, in every scope, a secret no entry selects.
+func setupConfig(tb testing.TB, s hostsuite.Setup) *config.Config {
+	dir := tb.TempDir()
+	ref := func(scope, name, value string) string {
+		path := filepath.Join(dir, scope+"-"+name)
+		if err := os.WriteFile(path, []byte(value+"\n"), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		return "file:" + path
+	}
+	cfg := &config.Config{Scopes: []config.Scope{{ID: "unused"}}}
+	index := map[string]int{}
+	for _, e := range s.Entries {
+		i, ok := index[e.Scope]
+		if !ok {
+			i = len(cfg.Scopes)
+			index[e.Scope] = i
+			cfg.Scopes = append(cfg.Scopes, config.Scope{ID: e.Scope, SecretRefs: map[string]string{"unselected": ref(e.Scope, "unselected", "no")}})
+		}
+		sc := &cfg.Scopes[i]
+		entry := config.Entry{Name: e.Name, Type: e.Type, Config: e.Config, Connection: e.Connection}
+		for name, value := range s.Secrets[e.Scope] {
+			if !slices.Contains(entry.Secrets, name) {
+				sc.SecretRefs[name] = ref(e.Scope, name, value)
+				entry.Secrets = append(entry.Secrets, name)
+			}
+		}
+		sc.Entries = append(sc.Entries, entry)
+	}
+	return cfg
 }
 
 // TestServiceAnswersAsTheHostSuiteRequires runs the host suite, the same

@@ -58,7 +58,7 @@ func (h *Host) list(_ context.Context, p protocol.KVListParams) (protocol.KVList
 func (h *Host) commit(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	tx := &memTx{h: h, staged: map[kvKey]staged{}}
+	tx := h.begin()
 	res, err := h.rules.Commit(tx, p)
 	if err != nil {
 		return protocol.KVCommitResult{}, err
@@ -125,9 +125,25 @@ func (tx *memTx) event(id string) (protocol.Event, bool) {
 // delivery ID, named protocol.EmittedEventID, its parent an accepted Event
 // of the same scope.
 func (tx *memTx) Emit(e protocol.Emission) (string, bool, error) {
+	ev, added, err := tx.accept(e)
+	return ev.ID, added, err
+}
+
+// accept adds an Event to the transaction under the log's rules alone, as
+// the daemon's store does: a repeat of a source and delivery ID is the
+// Event already there, whatever its parent.
+func (tx *memTx) accept(e protocol.Emission) (protocol.Event, bool, error) {
+	switch {
+	case e.Source == "":
+		return protocol.Event{}, false, protocol.Errorf(protocol.ErrInvalid, "an event needs a source")
+	case e.DeliveryID == "":
+		return protocol.Event{}, false, protocol.Errorf(protocol.ErrInvalid, "event from %s needs a delivery_id", e.Source)
+	case e.Type == "":
+		return protocol.Event{}, false, protocol.Errorf(protocol.ErrInvalid, "event %s/%s needs a type", e.Source, e.DeliveryID)
+	}
 	id := protocol.EmittedEventID(e.Source, e.DeliveryID)
-	if _, found := tx.event(id); found {
-		return id, false, nil
+	if old, found := tx.event(id); found {
+		return old, false, nil
 	}
 	ev := protocol.Event{
 		ID: id, Sequence: uint64(len(tx.h.events) + len(tx.events) + 1), Scope: e.Scope, Source: e.Source, Type: e.Type,
@@ -136,14 +152,18 @@ func (tx *memTx) Emit(e protocol.Emission) (string, bool, error) {
 	if e.Parent != "" {
 		parent, found := tx.event(e.Parent)
 		if !found || parent.Scope != e.Scope {
-			return "", false, protocol.Errorf(protocol.ErrNotFound,
+			return protocol.Event{}, false, protocol.Errorf(protocol.ErrNotFound,
 				"parent %q of event %s/%s is not an accepted event of scope %q", e.Parent, e.Source, e.DeliveryID, e.Scope)
 		}
 		ev.Parent, ev.Root, ev.Depth = parent.ID, parent.Root, parent.Depth+1
 	}
 	tx.events = append(tx.events, ev)
-	return id, true, nil
+	return ev, true, nil
 }
+
+// begin starts a transaction; h.mu is held until it is applied or
+// dropped.
+func (h *Host) begin() *memTx { return &memTx{h: h, staged: map[kvKey]staged{}} }
 
 // apply joins the transaction's writes and Events to the host's.
 func (tx *memTx) apply() {

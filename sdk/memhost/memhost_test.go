@@ -40,7 +40,9 @@ func TestMemhostGateAnswersAsTheDaemon(t *testing.T) {
 		method string
 		want   *protocol.Error
 	}{
-		{protocol.MethodStateEvents, protocol.ErrUnsupported},
+		{protocol.MethodStateWork, protocol.ErrUnsupported},
+		{protocol.MethodArtifactCreate, protocol.ErrUnsupported},
+		{protocol.MethodStateEvents, nil},
 		{protocol.MethodRouteMatch, protocol.ErrMethodNotFound},
 		{"no.such.method", protocol.ErrMethodNotFound},
 		{protocol.MethodWorkCancel, protocol.ErrUndeclared},
@@ -61,4 +63,41 @@ func TestMemhostNewRefusesAManifestOfAnotherName(t *testing.T) {
 		}
 	}()
 	memhost.New("acme", memhost.WithManifest(&protocol.Manifest{Name: "other"}))
+}
+
+// TestMemhostServesWhatTheCatalogueMarksServed: the in-memory host serves
+// exactly the extension-to-host methods the daemon serves (the catalogue's
+// Served flag, which the daemon's own test ties to its service), and only
+// WithTransportMethods adds the transport methods the daemon does not.
+func TestMemhostServesWhatTheCatalogueMarksServed(t *testing.T) {
+	var served, unserved []string
+	for _, m := range protocol.Catalogue() {
+		if m.Direction != protocol.ExtensionToHost {
+			continue
+		}
+		if m.Served {
+			served = append(served, m.Name)
+		} else {
+			unserved = append(unserved, m.Name)
+		}
+	}
+	plain := memhost.New("acme").Table()
+	for _, name := range served {
+		if !plain.Has(name) {
+			t.Errorf("the daemon serves %s; the in-memory host does not", name)
+		}
+	}
+	for _, name := range unserved {
+		if plain.Has(name) {
+			t.Errorf("the daemon answers %s unsupported; the in-memory host serves it", name)
+		}
+	}
+	// Negative control: the transport methods are served when asked for,
+	// and they are ones the daemon does not serve.
+	transport := memhost.New("acme", memhost.WithTransportMethods()).Table()
+	for _, name := range []string{protocol.MethodArtifactCreate, protocol.MethodIngressDeliver} {
+		if !transport.Has(name) || !slices.Contains(unserved, name) {
+			t.Errorf("%s: served WithTransportMethods %v, unserved by the daemon %v", name, transport.Has(name), slices.Contains(unserved, name))
+		}
+	}
 }

@@ -1,5 +1,8 @@
 package memhost
 
+// The methods of this file are served only WithTransportMethods: the
+// daemon does not serve them yet.
+
 import (
 	"bytes"
 	"context"
@@ -83,7 +86,7 @@ func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) 
 	return struct{}{}, nil
 }
 
-// Artifacts returns every artifact, by ID.
+// Artifacts returns every artifact, by ID (WithTransportMethods).
 func (h *Host) Artifacts() map[string]Artifact {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -100,4 +103,26 @@ func (h *Host) DropArtifacts() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.artifacts = map[string]*Artifact{}
+}
+
+func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
+	if !protocol.SourceNamespace(h.name, p.Source) {
+		return protocol.IngressDeliverResult{}, protocol.Errorf(protocol.ErrUnauthorized, "source %q is not %s's", p.Source, h.name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, d := range h.deliveries {
+		if d.Source == p.Source && d.DeliveryID == p.DeliveryID {
+			return protocol.IngressDeliverResult{Accepted: true, Duplicate: true}, nil
+		}
+	}
+	h.deliveries = append(h.deliveries, p)
+	return protocol.IngressDeliverResult{Accepted: true}, nil
+}
+
+// Deliveries returns every accepted delivery (WithTransportMethods).
+func (h *Host) Deliveries() []protocol.IngressDeliverParams {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]protocol.IngressDeliverParams(nil), h.deliveries...)
 }
