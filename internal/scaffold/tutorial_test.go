@@ -191,6 +191,7 @@ func (tu *tutorial) do(t *testing.T, s step) {
 		}
 	case "run", "fails":
 		out, err := tu.sh(s.body)
+		t.Logf("%s: %s%s", at, s.body, out)
 		if s.kind == "run" && err != nil {
 			t.Fatalf("%s: %v\n%s", at, err, out)
 		}
