@@ -217,7 +217,7 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	slices.Sort(res.Files)
 	if err := tidy(ctx, o.Dir); err != nil {
 		if o.Replace == "" {
-			return res, fmt.Errorf("wrote %s, but %w; run 'go mod tidy' there once the module proxy is reachable", o.Dir, err)
+			return res, fmt.Errorf("wrote %s, but %w; run 'go mod tidy' there once the module proxy is reachable, or, when %s %s is not published (a build from your own checkout), remove the directory and run again with --replace naming that checkout", o.Dir, err, ModulePath, o.Version)
 		}
 		res.TidyProblem = err.Error()
 		return res, writeAll(o.Dir, map[string][]byte{"go.mod": files["go.mod"], "go.sum": files["go.sum"]})
