@@ -25,6 +25,7 @@ var commandFlags = map[string][]string{
 	"serve":              {"config", "state", "log-level", "log-format"},
 	"status":             {"state", "json"},
 	"extension":          nil,
+	"extension new":      {"json", "dir", "module", "replace"},
 	"extension list":     {"state", "config", "json"},
 	"extension call":     {"state", "json", "scope", "input"},
 	"extension restart":  {"state", "json", "wait"},
