@@ -15,27 +15,9 @@ import (
 	"github.com/open-conduit/open-conduit/sdk/memhost"
 )
 
-// newMemHost is the in-memory host as s describes it, with opts.
-func newMemHost(tb testing.TB, s hostsuite.Setup, opts ...memhost.Option) *memhost.Host {
-	opts = append([]memhost.Option{memhost.WithManifest(s.Manifest)}, opts...)
-	for scope, secrets := range s.Secrets {
-		opts = append(opts, memhost.WithSecrets(scope, secrets))
-	}
-	h := memhost.New(s.Manifest.Name, opts...)
-	if err := h.Configure(protocol.ConfigureParams{Entries: s.Entries}); err != nil {
-		tb.Fatal(err)
-	}
-	for _, e := range s.Events {
-		if _, _, err := h.Accept(e); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return h
-}
-
 // memHost is a faithful host: the in-memory one.
 func memHost(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
-	h := newMemHost(tb, s)
+	h := hostsuite.MemHost(tb, s)
 	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
 }
 
@@ -159,7 +141,7 @@ var unboundedWritesHost = withCommit(func(base jsonrpc.HandlerFunc) jsonrpc.Hand
 
 // everyScopeHost treats an unconfigured scope as configured.
 var everyScopeHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
-	h := newMemHost(tb, s, memhost.WithScopes(hostsuite.Unconfigured))
+	h := hostsuite.MemHost(tb, s, memhost.WithScopes(hostsuite.Unconfigured))
 	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
 })
 
@@ -179,7 +161,7 @@ var enabledOnlyGateHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Set
 // transportHost also serves artifact.* and ingress.deliver, as the
 // in-memory host once did while the daemon answered them unsupported.
 var transportHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
-	h := newMemHost(tb, s, memhost.WithTransportMethods())
+	h := hostsuite.MemHost(tb, s, memhost.WithTransportMethods())
 	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
 })
 
@@ -204,7 +186,7 @@ var everythingEnabledHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.S
 
 // rootAcceptingHost accepts a root Event through event.accept.
 var rootAcceptingHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
-	h := newMemHost(tb, s)
+	h := hostsuite.MemHost(tb, s)
 	return rewire(s, hostsuite.Served{Table: h.Table(), Gate: h.Gate}, func(name string, fn jsonrpc.HandlerFunc) jsonrpc.HandlerFunc {
 		if name != protocol.MethodEventAccept {
 			return fn

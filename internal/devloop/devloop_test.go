@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	json "github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/internal/daemontest"
 )
 
 // deadline is how long a test waits for something dev or its daemon does
@@ -108,31 +108,12 @@ func edit(t *testing.T, path, old, new string) {
 	write(t, path, strings.Replace(string(data), old, new, 1))
 }
 
-// output is a process's output, written by its copier and read by the
-// test.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
 // dev is one `open-conduit extension dev` run, with a temporary directory
 // of its own and a home that is not the user's.
 type dev struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	out  *output
+	out  *daemontest.SyncBuffer
 	tmp  string        // the TMPDIR dev makes its directory in
 	done chan struct{} // closed when dev has exited
 }
@@ -146,7 +127,7 @@ func startDev(t *testing.T, args ...string) *dev {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	d := &dev{t: t, out: &output{}, tmp: filepath.Join(base, "tmp"), done: make(chan struct{})}
+	d := &dev{t: t, out: &daemontest.SyncBuffer{}, tmp: filepath.Join(base, "tmp"), done: make(chan struct{})}
 	home := filepath.Join(base, "home")
 	for _, dir := range []string{d.tmp, home} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -238,7 +219,7 @@ type greeting struct {
 	PID      int    `json:"pid"`
 }
 
-func greet(t *testing.T, c *client.Client, out *output) greeting {
+func greet(t *testing.T, c *client.Client, out *daemontest.SyncBuffer) greeting {
 	t.Helper()
 	res, err := c.Call(context.Background(), "greeter", client.CallRequest{
 		Operation: "greeter.greet", Scope: "dev", Input: map[string]any{"name": "ada"}})
