@@ -196,8 +196,9 @@ func extensionRescanCommand() *command {
 		name:  "rescan",
 		short: "discover the packages again and start new ones",
 		long: "Discover the installed and bundled packages again: new packages are started; a\n" +
-			"package whose files changed or went away keeps running as it started until it\n" +
-			"is restarted ('open-conduit extension restart NAME'). Prints what was added,\n" +
+			"package whose directory is gone is stopped (its KV and state stay); one whose\n" +
+			"files changed keeps running as it started until it is restarted\n" +
+			"('open-conduit extension restart NAME'). Prints what was added,\n" +
 			"changed, removed, skipped and refused. Exits 1 when a new package was refused.",
 		state: true, json: true,
 		run: func(r *runner, _ []string) error {

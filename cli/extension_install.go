@@ -374,7 +374,7 @@ func (r *runner) tellDaemon(name string, restart bool) daemonOutcome {
 	case slices.Contains(res.Added, name):
 		return r.awaitStart(c, name)
 	case slices.Contains(res.Removed, name):
-		return daemonOutcome{Running: true, Message: "the running daemon let it go: its process serves on until the daemon stops (extension list shows it as extension_removed)"}
+		return daemonOutcome{Running: true, Message: "the running daemon stopped it"}
 	}
 	return daemonOutcome{Running: true, Message: "the running daemon rescanned its packages"}
 }

@@ -169,6 +169,17 @@ func (d *Daemon) restartOne(ctx context.Context, x *extension) {
 	d.startOne(ctx, x, passEnv)
 }
 
+// removeOne stops a package whose directory is gone and drops it from the
+// set, so nothing it served answers any more and a later install of the
+// same name is a new package; its durable state stays.
+func (d *Daemon) removeOne(x *extension) {
+	x.op.Lock()
+	defer x.op.Unlock()
+	d.pkgs.stop(d.ctx, x)
+	d.pkgs.drop(x)
+	d.logger.Info("package removed: stopped", "extension", x.name)
+}
+
 // passEnv is the live generation's grant of daemon variables to a package.
 func (d *Daemon) passEnv(name string) []string {
 	if g := d.gen.Load(); g != nil {
@@ -241,9 +252,7 @@ func (d *Daemon) rescanLocked() (client.Rescan, error) {
 	for _, x := range d.pkgs.list() {
 		if !seen[x.name] {
 			res.Removed = append(res.Removed, x.name)
-			d.pkgs.mu.Lock()
-			x.pending = protocol.CodeExtensionRemoved
-			d.pkgs.mu.Unlock()
+			d.removeOne(x)
 		}
 	}
 	if len(added) == 0 {

@@ -224,6 +224,43 @@ func TestRescanFindsAPackageInstalledWhileServing(t *testing.T) {
 	}
 }
 
+// TestRescanStopsAPackageRemovedWhileServing: a package whose directory is
+// removed while the daemon serves is stopped at the next rescan and leaves
+// the set, so its process is gone and a reinstall starts it afresh; the
+// other packages keep running.
+func TestRescanStopsAPackageRemovedWhileServing(t *testing.T) {
+	e := daemontest.New(t, bins)
+	e.WriteConfig(daemontest.HelloOnly)
+	e.Start()
+	e.Eventually("probe running", func() bool { return e.Extension(probe.Name).State == "running" })
+	pid := e.Extension(probe.Name).PID
+	hidden := filepath.Join(t.TempDir(), probe.Name)
+	if err := os.Rename(e.ProbeDir(), hidden); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.C.Rescan(context.Background())
+	if err != nil || len(res.Removed) != 1 || res.Removed[0] != probe.Name {
+		t.Fatalf("rescan after removal: %+v %v", res, err)
+	}
+	for _, x := range e.Extensions().Extensions {
+		if x.Name == probe.Name {
+			t.Fatalf("a removed package is still listed: %+v", x)
+		}
+	}
+	e.Eventually("the removed package's process gone", func() bool { return syscall.Kill(pid, 0) != nil })
+	if x := e.Extension("hello"); x.State != "running" {
+		t.Fatalf("hello after another package's removal: %+v", x)
+	}
+	if err := os.Rename(hidden, e.ProbeDir()); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.C.Rescan(context.Background())
+	if err != nil || len(res.Added) != 1 || res.Added[0] != probe.Name {
+		t.Fatalf("rescan after reinstall: %+v %v", res, err)
+	}
+	e.Eventually("the reinstalled package running", func() bool { return e.Extension(probe.Name).State == "running" })
+}
+
 // TestFirstStartFailureIsRetried: a package whose first start fails for a
 // reason a restart can cure is retried with backoff, without a daemon
 // restart.

@@ -202,6 +202,15 @@ func (p *packages) stop(ctx context.Context, x *extension) {
 	}
 }
 
+// drop forgets a stopped package.
+func (p *packages) drop(x *extension) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exts[x.name] == x {
+		delete(p.exts, x.name)
+	}
+}
+
 // view describes a package for the operator.
 func (d *Daemon) view(x *extension) client.Extension {
 	snap := d.pkgs.snapshot(x)
