@@ -247,8 +247,9 @@ func (x *Extension) Method(name string, fn MethodFunc) *Extension {
 type ConfigureFunc func(ctx context.Context, r *Request, p ConfigureParams) (ConfigureResult, error)
 
 // ValidateFunc checks one config object of a declared type (an entry, a
-// connection …) before the daemon applies a configuration; a refusal is
-// Errorf(ErrInvalid, …) saying what to change.
+// connection, a route on one of its handlers, the binding such a route
+// binds: ValidateParams.Kind says which) before the daemon applies a
+// configuration; a refusal is Errorf(ErrInvalid, …) saying what to change.
 type ValidateFunc func(ctx context.Context, r *Request, p ValidateParams) (ValidateResult, error)
 
 // MigrateFunc upgrades the extension's KV layout from version from to to.

@@ -4,6 +4,9 @@ import (
 	"maps"
 	"slices"
 
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -56,15 +59,21 @@ type scopeSecrets struct {
 // owned are the types a package declares, for lookups.
 type owned struct {
 	ext, conn map[string]bool
+	// handler maps each route handler it declares to whether the handler
+	// checks the binding its routes bind.
+	handler map[string]bool
 }
 
 func ownedBy(m *protocol.Manifest) owned {
-	o := owned{ext: map[string]bool{}, conn: map[string]bool{}}
+	o := owned{ext: map[string]bool{}, conn: map[string]bool{}, handler: map[string]bool{}}
 	for _, t := range m.Provides.Extensions {
 		o.ext[t.Type] = true
 	}
 	for _, t := range m.Provides.Connections {
 		o.conn[t.Type] = true
+	}
+	for _, r := range m.Provides.Routes {
+		o.handler[r.Handler] = o.handler[r.Handler] || r.Binding
 	}
 	return o
 }
@@ -251,10 +260,12 @@ func (p *Projection) configureContent(o owned) {
 }
 
 // validateObjects lists the config objects of the package's types, in
-// every scope, disabled ones too: entries of its extension types and
-// connections of its connection types.
+// every scope, disabled ones too: entries of its extension types, routes on
+// its route handlers with, for a handler that checks bindings, the binding
+// the route binds, and connections of its connection types.
 func (p *Projection) validateObjects(o owned) {
-	for i, s := range p.cfg.Scopes {
+	for i := range p.cfg.Scopes {
+		s := &p.cfg.Scopes[i]
 		for j, e := range s.Entries {
 			if o.ext[e.Type] {
 				p.objects = append(p.objects, Object{
@@ -262,6 +273,9 @@ func (p *Projection) validateObjects(o owned) {
 					Params: protocol.ValidateParams{Kind: protocol.ValidateExtension, Type: e.Type, Config: e.Config, Scope: s.ID, Name: e.Name},
 				})
 			}
+		}
+		for j, r := range s.Routes {
+			p.routeObjects(i, j, s, r, o)
 		}
 	}
 	for i, cn := range p.cfg.Connections {
@@ -272,6 +286,54 @@ func (p *Projection) validateObjects(o owned) {
 			})
 		}
 	}
+}
+
+// routeObjects lists route j of scope i when it is on one of the package's
+// handlers, and the binding it binds when that handler checks bindings and
+// the scope defines it (a binding the scope lacks is the rules' problem).
+func (p *Projection) routeObjects(i, j int, s *Scope, r Route, o owned) {
+	checksBinding, ok := o.handler[r.Handler]
+	if !ok {
+		return
+	}
+	p.objects = append(p.objects, Object{
+		Path:   protocol.Pointer("scopes", i, "routes", j, "config"),
+		Params: protocol.ValidateParams{Kind: protocol.ValidateRoute, Type: r.Handler, Config: r.Config, Scope: s.ID},
+	})
+	if !checksBinding || r.Binding == "" {
+		return
+	}
+	for _, b := range s.Bindings {
+		if b.Name == r.Binding {
+			p.objects = append(p.objects, Object{
+				Path:   protocol.Pointer("scopes", i, "routes", j, "binding"),
+				Params: protocol.ValidateParams{Kind: protocol.ValidateBinding, Type: r.Handler, Config: bindingObject(b), Scope: s.ID, Name: b.Name},
+			})
+			return
+		}
+	}
+}
+
+// bindingObject is a binding as the operator wrote it but for pass_env:
+// the variables a package's process receives are the host's grant, not
+// something a route handler judges.
+func bindingObject(b Binding) jsontext.Value {
+	v, err := json.Marshal(struct {
+		Name       string         `json:"name"`
+		Executor   string         `json:"executor,omitempty"`
+		Toolbelt   string         `json:"toolbelt,omitempty"`
+		Operations []string       `json:"operations,omitempty"`
+		Connection string         `json:"connection,omitempty"`
+		Config     jsontext.Value `json:"config,omitzero"`
+	}{b.Name, b.Executor, b.Toolbelt, b.Operations, b.Connection, b.Config}, json.Deterministic(true))
+	if err != nil {
+		// Only a binding built in code with an invalid raw config gets
+		// here; Parse never returns one. Its name alone still says which.
+		v, _ = json.Marshal(struct {
+			Name string `json:"name"`
+		}{b.Name})
+	}
+	return v
 }
 
 // Scopes are the scopes that use the package, sorted by id, disabled ones
@@ -311,8 +373,9 @@ func (p *Projection) Views() []protocol.ScopeView {
 }
 
 // Objects are the config objects the package checks with validate, with
-// their JSON paths: its entries (in every scope) and its connections, in
-// config order.
+// their JSON paths, in config order: in every scope its entries, then its
+// routes, each followed by the binding it binds when its handler checks
+// bindings; then its connections.
 func (p *Projection) Objects() []Object { return p.objects }
 
 // SecretRefs returns the secret references the package may resolve in

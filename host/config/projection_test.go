@@ -218,6 +218,7 @@ func TestProjectionObjectsAreThePackagesOwnWithTheirPaths(t *testing.T) {
 		{pkgs[0], []string{
 			"/scopes/0/entries/0/config extension alpha a1 zeta",
 			"/scopes/0/entries/2/config extension alpha a2 zeta",
+			"/scopes/0/routes/0/config route alpha  zeta",
 			"/scopes/1/entries/0/config extension alpha a3 off",
 			"/connections/0/config connection alpha a-main ",
 			"/connections/1/config connection alpha a-bound ",
@@ -244,8 +245,82 @@ func TestProjectionObjectsAreThePackagesOwnWithTheirPaths(t *testing.T) {
 		})
 	}
 	objs := Project(projectionConfig(), pkgs[0]).Objects()
-	if string(objs[0].Params.Config) != `{"k":1}` || string(objs[3].Params.Config) != `{"url":"https://a.example"}` {
+	if string(objs[0].Params.Config) != `{"k":1}` || string(objs[4].Params.Config) != `{"url":"https://a.example"}` {
 		t.Errorf("objects carry their config: %+v", objs)
+	}
+}
+
+// routesConfig has routes on handlers of every sort the projection tells
+// apart, in an enabled scope and a disabled one.
+func routesConfig() *Config {
+	return &Config{Scopes: []Scope{{
+		ID: "s",
+		Routes: []Route{
+			{Handler: "checker", Binding: "run", Config: jsontext.Value(`{"q":1}`)},
+			{Handler: "plain", Binding: "run", Config: jsontext.Value(`{"p":2}`)},
+			{Handler: "foreign", Binding: "run"},
+			{Handler: "checker", Binding: "ghost"},
+			{Handler: "checker"},
+			{Handler: ManualHandler, Binding: "run"},
+		},
+		Bindings: []Binding{{Name: "run", Executor: "exec", Toolbelt: "cli", Operations: []string{"read_context"}, Connection: "c",
+			Config: jsontext.Value(`{"model":"m"}`), PassEnv: []string{"HIDDEN_VAR"}}},
+	}, {
+		ID: "off", Disabled: true,
+		Routes:   []Route{{Handler: "checker", Binding: "b2"}},
+		Bindings: []Binding{{Name: "b2"}},
+	}}}
+}
+
+func TestProjectionObjectsIncludeRoutesAndTheBindingsTheirHandlersCheck(t *testing.T) {
+	routes := func(rs ...protocol.Route) func(*protocol.Provides) {
+		return func(p *protocol.Provides) { p.Routes = append(p.Routes, rs...) }
+	}
+	const run = `{"name":"run","executor":"exec","toolbelt":"cli","operations":["read_context"],"connection":"c","config":{"model":"m"}}`
+	cases := []struct {
+		name string
+		m    *protocol.Manifest
+		want []string
+	}{
+		{"its routes with their config; the binding of a route on its checking handler, when the scope defines it; disabled scopes too",
+			pkg("pkg", routes(protocol.Route{Handler: "checker", Binding: true}, protocol.Route{Handler: "plain"})), []string{
+				`/scopes/0/routes/0/config {"kind":"route","type":"checker","config":{"q":1},"scope_id":"s"}`,
+				`/scopes/0/routes/0/binding {"kind":"binding","type":"checker","config":` + run + `,"scope_id":"s","name":"run"}`,
+				`/scopes/0/routes/1/config {"kind":"route","type":"plain","config":{"p":2},"scope_id":"s"}`,
+				`/scopes/0/routes/3/config {"kind":"route","type":"checker","scope_id":"s"}`,
+				`/scopes/0/routes/4/config {"kind":"route","type":"checker","scope_id":"s"}`,
+				`/scopes/1/routes/0/config {"kind":"route","type":"checker","scope_id":"off"}`,
+				`/scopes/1/routes/0/binding {"kind":"binding","type":"checker","config":{"name":"b2"},"scope_id":"off","name":"b2"}`,
+			}},
+		{"negative control: the same handler without binding:true is asked about its routes alone",
+			pkg("pkg", routes(protocol.Route{Handler: "checker"})), []string{
+				`/scopes/0/routes/0/config {"kind":"route","type":"checker","config":{"q":1},"scope_id":"s"}`,
+				`/scopes/0/routes/3/config {"kind":"route","type":"checker","scope_id":"s"}`,
+				`/scopes/0/routes/4/config {"kind":"route","type":"checker","scope_id":"s"}`,
+				`/scopes/1/routes/0/config {"kind":"route","type":"checker","scope_id":"off"}`,
+			}},
+		{"another package's checking handler: its own route only",
+			pkg("foreign", routes(protocol.Route{Handler: "foreign", Binding: true})), []string{
+				`/scopes/0/routes/2/config {"kind":"route","type":"foreign","scope_id":"s"}`,
+				`/scopes/0/routes/2/binding {"kind":"binding","type":"foreign","config":` + run + `,"scope_id":"s","name":"run"}`,
+			}},
+		{"a package with no route handler: none", pkg("exec", executor("exec")), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, o := range Project(routesConfig(), tc.m).Objects() {
+				got = append(got, o.Path+" "+wire(t, o.Params))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("objects\n got %q\nwant %q", got, tc.want)
+			}
+			for _, hidden := range []string{"HIDDEN_VAR", "pass_env"} {
+				if strings.Contains(strings.Join(got, " "), hidden) {
+					t.Errorf("a binding object carries %q", hidden)
+				}
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/extensions"
+	"github.com/open-conduit/open-conduit/fixtures/probe"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/validate"
@@ -19,7 +20,8 @@ import (
 )
 
 // openConduit is the binary, built once: it serves hello as extension-run.
-var openConduit string
+// binDir holds it and the probe package's executable.
+var openConduit, binDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "oc-validate-test-")
@@ -27,17 +29,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := 1
+	binDir = dir
 	openConduit = filepath.Join(dir, "open-conduit")
-	build := exec.Command("go", "build", "-o", openConduit, "github.com/open-conduit/open-conduit")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "go build (the tests need the go command):", err)
-	} else {
-		code = m.Run()
+	code := 1
+	if err := build(openConduit, "github.com/open-conduit/open-conduit"); err == nil {
+		if err = build(filepath.Join(dir, "probe-extension"), "github.com/open-conduit/open-conduit/fixtures/probe/cmd/probe-extension"); err == nil {
+			code = m.Run()
+		}
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+func build(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build %s (the tests need the go command): %v\n", pkg, err)
+	}
+	return err
 }
 
 func helloManifest() *protocol.Manifest { return extensions.Served["hello"]().Manifest }
@@ -249,5 +260,64 @@ func TestRunNamesThePackageWhoseValidateHung(t *testing.T) {
 	// Negative control: acme answering, the same config passes.
 	if g, ps := run(answers); g == nil || len(ps) != 0 {
 		t.Fatalf("acme answering: generation %v, problems:\n%v", g, ps)
+	}
+}
+
+// TestOfflineRouteHandlerRefusesTheBindingItsRouteBinds runs the pipeline
+// as config check does, with the probe a real process: its route handler
+// checks the binding its route binds and refuses one whose config sets
+// probe_refuse. That refusal is binding_refused at the route's binding,
+// naming the handler and the binding; a refused route stays
+// invalid_config.
+func TestOfflineRouteHandlerRefusesTheBindingItsRouteBinds(t *testing.T) {
+	m := probe.Extension().Manifest
+	ask := validate.Offline([]discover.Package{{Name: probe.Name, Manifest: m, Dir: binDir, Source: discover.Installed}},
+		validate.OfflineOptions{Self: openConduit, Timeout: 60 * time.Second})
+	refuse := `{"` + probe.Refuse + `": true}`
+	text := func(handler, routeConfig, bindingConfig string) string {
+		return `{"scopes": [{"id": "s",
+  "routes": [{"handler": "manual"}, {"handler": "` + handler + `", "binding": "b", "config": ` + routeConfig + `}],
+  "bindings": [{"name": "b", "config": ` + bindingConfig + `, "pass_env": ["HOME"]}]}]}`
+	}
+	cases := []struct {
+		name       string
+		text       string
+		path, code string // "" for no problem
+		message    []string
+	}{
+		{"the handler refuses the binding: binding_refused at the route's binding",
+			text(probe.RouteHandler, `{}`, refuse), "/scopes/0/routes/1/binding", validate.CodeBindingRefused,
+			[]string{"route handler " + probe.RouteHandler, `binding "b"`, "package probe", "sets " + probe.Refuse}},
+		{"the handler refuses the route's own config: invalid_config at the route's config",
+			text(probe.RouteHandler, refuse, `{}`), "/scopes/0/routes/1/config", validate.CodeInvalidConfig,
+			[]string{"probe refuses", "sets " + probe.Refuse}},
+		{"negative control: a binding the handler accepts", text(probe.RouteHandler, `{}`, `{"model": "m"}`), "", "", nil},
+		{"negative control: the same binding routed to manual is not the probe's to check", text("manual", `{}`, refuse), "", "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, ps := validate.Run(context.Background(), validate.Input{Text: []byte(tc.text), Running: []*protocol.Manifest{m}, Ask: ask})
+			if tc.code == "" {
+				if g == nil || len(ps) != 0 {
+					t.Fatalf("generation %v, problems:\n%v", g, ps)
+				}
+				return
+			}
+			if g != nil || len(ps) != 1 {
+				t.Fatalf("generation %v, problems:\n%v", g, ps)
+			}
+			p := ps[0]
+			if p.Path != tc.path || p.Code != tc.code || p.Severity != config.Error || p.Line == 0 {
+				t.Fatalf("problem %+v", p)
+			}
+			for _, w := range tc.message {
+				if !strings.Contains(p.Message, w) {
+					t.Errorf("message %q does not say %q", p.Message, w)
+				}
+			}
+		})
+	}
+	if validate.CodeBindingRefused != protocol.CodeBindingRefused {
+		t.Errorf("code %q is not the diagnostic %q", validate.CodeBindingRefused, protocol.CodeBindingRefused)
 	}
 }

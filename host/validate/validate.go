@@ -1,10 +1,10 @@
 // Package validate is the one validation pipeline serve, config check and
 // config apply share: parse, the offline rules against the packages'
 // manifests, each package's own validate of the config objects of its
-// types (entries, connections), sorted problems. The packages are asked
-// through the running sessions by the daemon, and offline, for config
-// check, by starting each package the configuration uses for validate
-// alone.
+// types (entries, routes on its handlers and the bindings they bind,
+// connections), sorted problems. The packages are asked through the
+// running sessions by the daemon, and offline, for config check, by
+// starting each package the configuration uses for validate alone.
 package validate
 
 import (
@@ -26,6 +26,10 @@ const (
 	CodeInvalidConfig        = "invalid_config"
 	CodeConfigWarning        = "config_warning"
 	CodeExtensionUnavailable = "extension_unavailable"
+	// CodeBindingRefused is a route handler's refusal of the binding its
+	// route binds: the binding, not the route, is what must change. It is
+	// protocol.CodeBindingRefused, which the diagnostics explain.
+	CodeBindingRefused = "binding_refused"
 )
 
 // maxMessage caps a package's refusal as the problem shows it.
@@ -49,7 +53,8 @@ type Caller func(ctx context.Context, p protocol.ValidateParams) (protocol.Valid
 // package's message (one line, capped); its warnings are warnings; a
 // package that does not serve validate accepts everything; a package that
 // fails otherwise refuses its objects as unavailable, and one that runs out
-// of time refuses them as unavailable saying it did not answer in time.
+// of time refuses them as unavailable saying it did not answer in time. A
+// refused binding is binding_refused, any other refusal invalid_config.
 func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Problems {
 	budget := Timeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -71,8 +76,7 @@ func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Pr
 		case couldNotAnswer(err):
 			ps = append(ps, unavailable(o.Path, pkg, err))
 		case err != nil:
-			ps = append(ps, config.Problem{Path: o.Path, Code: CodeInvalidConfig, Severity: config.Error,
-				Message: fmt.Sprintf("%s refuses this %s config: %s", pkg, o.Params.Type, clip(err.Error()))})
+			ps = append(ps, refused(pkg, o, err))
 		}
 		for _, w := range res.Warnings {
 			ps = append(ps, config.Problem{Path: o.Path, Code: CodeConfigWarning, Severity: config.Warning,
@@ -80,6 +84,18 @@ func With(ctx context.Context, pkg string, call Caller, objs []Object) config.Pr
 		}
 	}
 	return ps
+}
+
+// refused is the problem of an object the package refuses, with its
+// message: a binding is refused by the route handler whose route binds it,
+// so the problem names both; anything else is invalid config.
+func refused(pkg string, o Object, err error) config.Problem {
+	if o.Params.Kind == protocol.ValidateBinding {
+		return config.Problem{Path: o.Path, Code: CodeBindingRefused, Severity: config.Error,
+			Message: fmt.Sprintf("route handler %s (package %s) refuses binding %q: %s", o.Params.Type, pkg, o.Params.Name, clip(err.Error()))}
+	}
+	return config.Problem{Path: o.Path, Code: CodeInvalidConfig, Severity: config.Error,
+		Message: fmt.Sprintf("%s refuses this %s config: %s", pkg, o.Params.Type, clip(err.Error()))}
 }
 
 // hung is the problem of an object whose package did not answer validate

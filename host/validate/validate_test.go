@@ -58,3 +58,30 @@ func TestRefusalsAreOneClippedLine(t *testing.T) {
 		t.Fatalf("message %q", ps[0].Message)
 	}
 }
+
+func TestWithRefusedBindingIsBindingRefused(t *testing.T) {
+	cases := []struct {
+		name, kind string
+		err        error
+		code       string
+		message    string
+	}{
+		{"a refused binding", protocol.ValidateBinding, protocol.Errorf(protocol.ErrInvalid, "grant read_context"), CodeBindingRefused,
+			`route handler acme-route (package acme) refuses binding "b": `},
+		{"a refused route stays invalid config", protocol.ValidateRoute, protocol.Errorf(protocol.ErrInvalid, "set q"), CodeInvalidConfig,
+			"acme refuses this acme-route config: "},
+		{"a binding the package could not check is unavailable", protocol.ValidateBinding, protocol.Errorf(protocol.ErrTransport, "broke"), CodeExtensionUnavailable,
+			"acme could not check this object: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []Object{{Path: "/scopes/0/routes/0/binding", Params: protocol.ValidateParams{Kind: tc.kind, Type: "acme-route", Scope: "s", Name: "b"}}}
+			ps := With(context.Background(), "acme", func(context.Context, protocol.ValidateParams) (protocol.ValidateResult, error) {
+				return protocol.ValidateResult{}, tc.err
+			}, objs)
+			if len(ps) != 1 || ps[0].Code != tc.code || ps[0].Path != objs[0].Path || !strings.HasPrefix(ps[0].Message, tc.message) {
+				t.Fatalf("problems %v", ps)
+			}
+		})
+	}
+}
