@@ -120,6 +120,8 @@ type Daemon struct {
 	// events is closed and replaced each time the log grows, for long
 	// polls.
 	events eventsSignal
+	// changes counts Event and Work changes for GET /v1/changes.
+	changes changeTicker
 
 	server *api.Server
 	closed chan struct{}
