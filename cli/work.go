@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,13 +31,17 @@ func workListCommand() *command {
 		state: true, json: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&q.Scope, "scope", "", "only this scope's Work")
-			fs.StringVar(&q.State, "state", "", "only Work in this state (pending, running, waiting, completed, failed, cancelled)")
+			// --state names the state directory, as on every command.
+			fs.StringVar(&q.State, "status", "", "only Work in this state (pending, running, waiting, completed, failed, cancelled)")
 			fs.StringVar(&q.After, "after", "", "list Work after this ID (a page's cursor)")
 			fs.IntVar(&q.Limit, "limit", 100, fmt.Sprintf("at most this many Work a page (1-%d)", client.MaxWorkPage))
 		},
 		run: func(r *runner, _ []string) error {
 			if q.Limit < 1 || q.Limit > client.MaxWorkPage {
 				return usagef("--limit must be between 1 and %d", client.MaxWorkPage)
+			}
+			if q.State != "" && !slices.Contains(client.WorkStates, q.State) {
+				return usagef("--status must be one of %s", strings.Join(client.WorkStates, ", "))
 			}
 			l, err := client.New(r.place.State).Works(r.ctx, q)
 			if err != nil {

@@ -23,6 +23,9 @@ const (
 	WorkCancelled = "cancelled"
 )
 
+// WorkStates are the Work states, in their order of life.
+var WorkStates = []string{WorkPending, WorkRunning, WorkWaiting, WorkCompleted, WorkFailed, WorkCancelled}
+
 // Route decision states, as RouteDecision.State reports them.
 const (
 	// RoutePending: the router has not decided yet (or a route erred and

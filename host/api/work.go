@@ -39,10 +39,6 @@ type WorkDaemon interface {
 	Changes(ctx context.Context, q client.ChangesQuery) (client.Changes, error)
 }
 
-// workStates are the states GET /v1/work filters by.
-var workStates = []string{client.WorkPending, client.WorkRunning, client.WorkWaiting,
-	client.WorkCompleted, client.WorkFailed, client.WorkCancelled}
-
 // routeWork registers the routes of Work, routing, timers and changes.
 func routeWork(mux *http.ServeMux, a adapter) {
 	mux.HandleFunc("GET /v1/work", a.works)
@@ -90,8 +86,8 @@ func (a adapter) works(w http.ResponseWriter, r *http.Request) {
 	p := params{r: r}
 	qs := r.URL.Query()
 	q := client.WorkQuery{Scope: qs.Get("scope"), State: qs.Get("state"), After: qs.Get("after"), Limit: p.limit(client.MaxWorkPage)}
-	if p.err == nil && q.State != "" && !slices.Contains(workStates, q.State) {
-		p.err = protocol.Errorf(protocol.ErrInvalid, "state must be one of %s, not %q", strings.Join(workStates, ", "), q.State)
+	if p.err == nil && q.State != "" && !slices.Contains(client.WorkStates, q.State) {
+		p.err = protocol.Errorf(protocol.ErrInvalid, "state must be one of %s, not %q", strings.Join(client.WorkStates, ", "), q.State)
 	}
 	if p.err != nil {
 		writeError(w, p.err)

@@ -47,6 +47,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/api"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
+	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -122,6 +123,7 @@ type Daemon struct {
 	events eventsSignal
 	// changes counts Event and Work changes for GET /v1/changes.
 	changes changeTicker
+	engine  *engine.Engine // STUB
 
 	server *api.Server
 	closed chan struct{}
