@@ -47,7 +47,6 @@ import (
 	"github.com/open-conduit/open-conduit/host/api"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
-	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -123,7 +122,6 @@ type Daemon struct {
 	events eventsSignal
 	// changes counts Event and Work changes for GET /v1/changes.
 	changes changeTicker
-	engine  *engine.Engine // STUB
 
 	server *api.Server
 	closed chan struct{}
