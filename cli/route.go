@@ -95,9 +95,11 @@ func writeTrace(w io.Writer, t client.Trace) error {
 func traceDecisionText(t client.Trace) string {
 	d := t.Decision
 	switch {
-	case len(t.Routes) == 0:
+	case !d.Match && d.Refused != "":
+		return "no Work: " + d.Refused
+	case !d.Match && len(t.Routes) == 0:
 		return fmt.Sprintf("scope %s has no routes: the Event would be unmatched", t.Scope)
-	case d == nil:
+	case !d.Match:
 		return "no route matches: the Event would be unmatched"
 	}
 	s := fmt.Sprintf("route %d (%s) wins: ", d.Route, d.Handler)
@@ -114,6 +116,9 @@ func traceDecisionText(t client.Trace) string {
 	}
 	if d.Display != nil && d.Display.Title != "" {
 		s += fmt.Sprintf(", titled %q", d.Display.Title)
+	}
+	if d.DisplayRefused != "" {
+		s += "; its display would be dropped: " + d.DisplayRefused
 	}
 	return s
 }

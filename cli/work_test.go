@@ -109,15 +109,18 @@ func TestTraceSaysEachVerdictAndTheWinner(t *testing.T) {
 	}{
 		{"a match creating Work", client.Trace{Scope: "s", Routes: []client.RouteReason{
 			{Route: 0, Handler: "gh", Reason: "not an issue"}, {Route: 1, Handler: "bad", Error: "timed out"}, {Route: 2, Handler: "manual", Match: true}},
-			Decision: &client.TraceDecision{Route: 2, Handler: "manual", Kind: "manual", Keys: []string{"k"}, Display: &client.Display{Title: "Hi"}}},
+			Decision: client.TraceDecision{Match: true, Route: 2, Handler: "manual", Kind: "manual", Keys: []string{"k"}, Display: &client.Display{Title: "Hi"}, Create: true}},
 			[]string{"not an issue", "error  timed out", "yes", `route 2 (manual) wins: a new Work of kind manual, keys k, titled "Hi"`}},
 		{"a join", client.Trace{Routes: []client.RouteReason{{Route: 0, Handler: "manual", Match: true}},
-			Decision: &client.TraceDecision{Route: 0, Handler: "manual", Join: "w_9"}}, []string{"would join w_9"}},
+			Decision: client.TraceDecision{Match: true, Route: 0, Handler: "manual", Join: "w_9"}}, []string{"would join w_9"}},
 		{"a refusal", client.Trace{Routes: []client.RouteReason{{Route: 0, Handler: "x", Match: true}},
-			Decision: &client.TraceDecision{Handler: "x", Refused: "run-once key k already had Work"}}, []string{"no Work: run-once key"}},
-		{"no match", client.Trace{Routes: []client.RouteReason{{Route: 0, Handler: "manual", Reason: "manual matches only manual.request Events"}}},
+			Decision: client.TraceDecision{Match: true, Handler: "x", Refused: "run-once key k already had Work"}}, []string{"no Work: run-once key"}},
+		{"no match", client.Trace{Routes: []client.RouteReason{{Route: 0, Handler: "manual", Reason: "manual matches only manual.request Events"}},
+			Decision: client.TraceDecision{Route: -1}},
 			[]string{"no route matches: the Event would be unmatched"}},
-		{"no routes", client.Trace{Scope: "s"}, []string{"scope s has no routes"}},
+		{"no routes", client.Trace{Scope: "s", Decision: client.TraceDecision{Route: -1}}, []string{"scope s has no routes"}},
+		{"a failing route", client.Trace{Routes: []client.RouteReason{{Route: 0, Handler: "x", Error: "crashed"}},
+			Decision: client.TraceDecision{Route: -1, Refused: "route 0 fails; the Event would wait and be retried"}}, []string{"no Work: route 0 fails"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -204,28 +204,35 @@ type TraceRequest struct {
 
 // TraceDecision is what routing would do with a traced Event.
 type TraceDecision struct {
-	// Route is the index of the route that would win, with its handler.
+	// Match says a route matched: Route is its index (-1 for none), with
+	// its handler.
+	Match   bool     `json:"match"`
 	Route   int      `json:"route"`
-	Handler string   `json:"handler"`
+	Handler string   `json:"handler,omitempty"`
 	Kind    string   `json:"kind,omitempty"`
 	Keys    []string `json:"keys,omitempty"`
 	Display *Display `json:"display,omitempty"`
-	// Join is the open Work the Event would join; empty means the match
-	// would create one.
-	Join string `json:"join,omitempty"`
-	// Refused says why the match would create no Work (a run-once key,
-	// a dry run, a display dropped).
+	// DisplayRefused says why the match's display would be dropped.
+	DisplayRefused string `json:"display_refused,omitempty"`
+	// Join is the open Work the Event would join; Create says the match
+	// would create one instead.
+	Join   string `json:"join,omitempty"`
+	Create bool   `json:"create,omitzero"`
+	// Refused says why the Event would reach no Work: the scope routes
+	// nothing, a route fails (the Event would wait and be retried), or the
+	// match names an undeclared kind, a run-once key already used, a timed
+	// kind in a dry run.
 	Refused string `json:"refused,omitempty"`
 }
 
 // Trace is POST /v1/scopes/{id}/route/trace: every route's verdict on a
 // hypothetical Event, in order, and the decision. Nothing is written.
 type Trace struct {
-	Scope  string        `json:"scope_id"`
-	Event  TraceEvent    `json:"event"`
-	Routes []RouteReason `json:"routes"`
-	// Decision is nil when no route would match.
-	Decision *TraceDecision `json:"decision,omitempty"`
+	Scope string `json:"scope_id"`
+	// Event is the Event as the routes saw it.
+	Event    protocol.Event `json:"event"`
+	Routes   []RouteReason  `json:"routes"`
+	Decision TraceDecision  `json:"decision"`
 }
 
 // Sample is a named sample Event a route handler offers for a trace.

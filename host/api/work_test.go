@@ -60,7 +60,7 @@ func (r *workRecorder) EventRoute(_ context.Context, id string, wait time.Durati
 func (r *workRecorder) RouteTrace(_ context.Context, scope string, ev client.TraceEvent) (client.Trace, error) {
 	r.calls++
 	r.scope, r.traced = scope, ev
-	return client.Trace{Scope: scope, Event: ev, Routes: []client.RouteReason{}}, r.err
+	return client.Trace{Scope: scope, Event: protocol.Event{Type: ev.Type}, Routes: []client.RouteReason{}}, r.err
 }
 
 func (r *workRecorder) RouteSamples(_ context.Context, scope string) (client.Samples, error) {

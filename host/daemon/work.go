@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/pebblekv"
@@ -119,16 +117,6 @@ func (d *Daemon) CancelWork(ctx context.Context, id, reason string) (client.Work
 	if err != nil {
 		return client.Work{}, err
 	}
-	var found bool
-	if err := d.db.View(func(r *pebblekv.Reader) (err error) {
-		_, found, err = r.Work(id)
-		return err
-	}); err != nil {
-		return client.Work{}, fmt.Errorf("reading Work %s: %w", id, err)
-	}
-	if !found {
-		return client.Work{}, errUnknownWork(id)
-	}
 	w, err := eng.CancelWork(ctx, id, reason)
 	if err != nil {
 		return client.Work{}, err
@@ -143,17 +131,7 @@ func (d *Daemon) Emit(ctx context.Context, req client.EmitRequest) (protocol.Eve
 	if err != nil {
 		return protocol.Event{}, err
 	}
-	if !d.scopeConfigured(req.Scope) {
-		return protocol.Event{}, errUnknownScope(req.Scope)
-	}
-	data := req.Data
-	switch {
-	case len(data) == 0:
-		data = jsontext.Value("{}")
-	case data.Kind() != '{':
-		return protocol.Event{}, protocol.Errorf(protocol.ErrInvalid, "data must be a JSON object, the Event's payload data")
-	}
-	ev, err := eng.Emit(ctx, req.Scope, req.Type, data)
+	ev, err := eng.Emit(ctx, req.Scope, req.Type, req.Data)
 	if err != nil {
 		return protocol.Event{}, err
 	}
@@ -221,14 +199,11 @@ func (d *Daemon) RouteTrace(ctx context.Context, scope string, ev client.TraceEv
 	if err != nil {
 		return client.Trace{}, err
 	}
-	if !d.scopeConfigured(scope) {
-		return client.Trace{}, errUnknownScope(scope)
-	}
 	t, err := eng.Trace(ctx, scope, engine.TraceEvent{Type: ev.Type, Payload: ev.Payload})
 	if err != nil {
 		return client.Trace{}, err
 	}
-	return traceView(t, ev), nil
+	return traceView(t), nil
 }
 
 // RouteSamples collects the sample Events of a configured scope's route
@@ -237,9 +212,6 @@ func (d *Daemon) RouteSamples(ctx context.Context, scope string) (client.Samples
 	eng, err := d.engineReady()
 	if err != nil {
 		return client.Samples{}, err
-	}
-	if !d.scopeConfigured(scope) {
-		return client.Samples{}, errUnknownScope(scope)
 	}
 	ss, err := eng.Samples(ctx, scope)
 	if err != nil {

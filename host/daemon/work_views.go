@@ -60,21 +60,18 @@ func timerView(t pebblekv.Timer) client.Timer {
 	return v
 }
 
-func traceView(t engine.Trace, ev client.TraceEvent) client.Trace {
-	v := client.Trace{Scope: t.Scope, Event: ev, Routes: reasonsView(t.Routes)}
-	if d := t.Decision; d != nil {
-		v.Decision = &client.TraceDecision{
-			Route: d.Route, Handler: d.Handler, Kind: d.Kind, Keys: d.Keys, Display: displayView(d.Display),
-			Join: d.Join, Refused: d.Refused,
-		}
-	}
-	return v
+func traceView(t engine.Trace) client.Trace {
+	d := t.Decision
+	return client.Trace{Scope: t.Scope, Event: t.Event, Routes: reasonsView(t.Routes), Decision: client.TraceDecision{
+		Match: d.Match, Route: d.Route, Handler: d.Handler, Kind: d.Kind, Keys: d.Keys, Display: displayView(d.Display),
+		DisplayRefused: d.DisplayRefused, Join: d.Work, Create: d.Create, Refused: d.Refused,
+	}}
 }
 
 func samplesView(scope string, ss []engine.Sample) client.Samples {
 	v := client.Samples{Scope: scope, Samples: []client.Sample{}}
 	for _, s := range ss {
-		if s.Error != "" {
+		if s.Error != "" || s.Event == nil {
 			v.Errors = append(v.Errors, client.SampleError{Route: s.Route, Handler: s.Handler, Error: s.Error})
 			continue
 		}
