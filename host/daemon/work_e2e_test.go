@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	json "github.com/go-json-experiment/json"
 
@@ -14,8 +15,8 @@ import (
 )
 
 // manualRoutes routes scope beta's Events through the builtin manual
-// route.
-const manualRoutes = `{"scopes": [{"id": "beta", "entries": [{"name": "h1", "type": "hello"}], "routes": [{"handler": "manual"}]}]}`
+// route. It has no entries, so nothing but the test writes Events.
+const manualRoutes = `{"scopes": [{"id": "beta", "routes": [{"handler": "manual"}]}]}`
 
 // cli runs the real binary's command against e's daemon and returns its
 // exit status and output.
@@ -186,15 +187,77 @@ func TestRouteTraceExplainsADecisionAndWritesNothing(t *testing.T) {
 	if code, _, errs := cli(t, e, "route", "--trace", "--scope", "zeta", "--type", "x"); code != 1 || !strings.Contains(errs, "not configured") {
 		t.Errorf("an unknown scope: %d %q", code, errs)
 	}
-	after, err := e.C.Events(t.Context(), client.EventsQuery{})
+	after, err := e.C.Events(t.Context(), client.EventsQuery{After: before.Latest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Latest != before.Latest {
-		t.Errorf("a trace wrote Events: latest %d, then %d", before.Latest, after.Latest)
+	if len(after.Events) != 0 {
+		t.Errorf("a trace wrote Events: %+v", after.Events)
 	}
 	list, err := e.C.Works(t.Context(), client.WorkQuery{})
 	if err != nil || len(list.Work) != 0 {
 		t.Errorf("a trace made Work: %+v %v", list, err)
+	}
+}
+
+func TestChangesLongPollWakesOnANewEventAndAWorkChange(t *testing.T) {
+	e := daemontest.New(t, bins)
+	e.WriteConfig(manualRoutes)
+	e.Start()
+	ctx := t.Context()
+	now, err := e.C.Changes(ctx, client.ChangesQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Negative control: with nothing new, the poll waits and answers empty.
+	quiet, err := e.C.Changes(ctx, client.ChangesQuery{After: now.Latest, Tick: now.Tick, Wait: time.Second})
+	if err != nil || len(quiet.Events) != 0 || quiet.Changed {
+		t.Fatalf("a quiet poll: %+v %v", quiet, err)
+	}
+	// A daemon that restarted answers a stale tick at once.
+	if stale, err := e.C.Changes(ctx, client.ChangesQuery{After: now.Latest, Tick: now.Tick + 1000, Wait: 30 * time.Second}); err != nil || !stale.Changed {
+		t.Fatalf("a stale tick: %+v %v", stale, err)
+	}
+
+	polled := make(chan client.Changes, 1)
+	go func() {
+		ch, _ := e.C.Changes(ctx, client.ChangesQuery{After: now.Latest, Tick: now.Tick, Wait: 30 * time.Second})
+		polled <- ch
+	}()
+	ev, err := e.C.Emit(ctx, client.EmitRequest{Scope: "beta", Type: client.DefaultEmitType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := <-polled
+	if len(got.Events) == 0 || got.Events[len(got.Events)-1].ID != ev.ID || got.Latest != ev.Sequence {
+		t.Fatalf("the poll did not answer with the new Event %s: %+v", ev.ID, got)
+	}
+	// The routing makes Work: a poll with the last tick sees the tick move.
+	var w string
+	e.Eventually("the Event is routed", func() bool {
+		d, err := e.C.EventRoute(ctx, ev.ID, 0)
+		w = d.Work
+		return err == nil && d.State == client.RouteRouted
+	})
+	last := got.Tick
+	for {
+		ch, err := e.C.Changes(ctx, client.ChangesQuery{After: got.Latest, Tick: last, Wait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ch.Changed {
+			break
+		}
+		last = ch.Tick
+	}
+	go func() {
+		ch, _ := e.C.Changes(ctx, client.ChangesQuery{After: got.Latest, Tick: last, Wait: 30 * time.Second})
+		polled <- ch
+	}()
+	if _, err := e.C.CancelWork(ctx, w, "done with it"); err != nil {
+		t.Fatal(err)
+	}
+	if ch := <-polled; !ch.Changed || len(ch.Events) != 0 || ch.Tick == last {
+		t.Fatalf("cancelling Work did not move the tick: %+v", ch)
 	}
 }
