@@ -47,6 +47,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/api"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
+	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -123,6 +124,9 @@ type Daemon struct {
 	// changes counts Event and Work changes for GET /v1/changes.
 	changes changeTicker
 
+	// engine routes Events to Work, fires timers and takes ingress in.
+	engine *engine.Engine
+
 	server *api.Server
 	closed chan struct{}
 	once   sync.Once
@@ -198,6 +202,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err := d.openStore(); err != nil {
 		return err
 	}
+	d.newEngine()
 	pkgs, err := d.discover()
 	if err != nil {
 		return err
@@ -216,6 +221,7 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.configureAll(ctx)
+	d.engine.Start(d.ctx)
 	d.startTasks()
 	d.setPhase(client.PhaseRunning)
 	d.logger.Info("open-conduit serving", "state", d.opts.StateDir, "socket", d.dirs.Socket(),
@@ -291,6 +297,7 @@ func (d *Daemon) shutdown(ctx context.Context) {
 			_ = os.Remove(d.dirs.Socket())
 		}
 		d.cancel()
+		d.stopEngine(ctx)
 		d.pkgs.closeAll(ctx)
 		d.procs.release(d.logger)
 		if d.db != nil {
