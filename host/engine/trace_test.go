@@ -105,6 +105,7 @@ func TestEmitRoutesAndSignalsChanges(t *testing.T) {
 		config.Scope{ID: "off", Disabled: true})
 	ctx := context.Background()
 	changed := r.e.Changes()
+	before := r.accepted.Load()
 	ev, err := r.e.Emit(ctx, "s", ManualRequest, jsontext.Value(`{"title":"By hand"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +114,9 @@ func TestEmitRoutesAndSignalsChanges(t *testing.T) {
 	case <-changed:
 	case <-time.After(waitFor):
 		t.Fatal("Changes was not signalled")
+	}
+	if r.accepted.Load() == before {
+		t.Error("Emit did not tell Deps.Accepted")
 	}
 	if ev.Source != OperatorSource || ev.Payload.Schema != ManualRequest+".v1" || ev.Scope != "s" {
 		t.Errorf("event %+v", ev)
