@@ -10,7 +10,7 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// timerAt is a timer of owner "schedule" named id, due at due, in scope s1.
+// timerDue is a timer of owner "schedule" named id, due at due, in scope s1.
 func timerDue(id string, due time.Time) Timer {
 	return Timer{ID: TimerID("schedule", id), Owner: "schedule", Scope: "s1", Due: due, Family: "schedule.fired",
 		Payload: protocol.Payload{Schema: "schedule.fired.v1", Data: []byte(`{"job":"` + id + `"}`)}}
@@ -170,6 +170,7 @@ func TestPutTimerRefusalWritesNothing(t *testing.T) {
 		{"no family", with(func(tm *Timer) { tm.Family = "" }), protocol.ErrInvalid},
 		{"no due time", with(func(tm *Timer) { tm.Due = time.Time{} }), protocol.ErrInvalid},
 		{"a recurrence without a kind", with(func(tm *Timer) { tm.Recurrence = &protocol.RecurrenceRule{Rule: []byte(`"* * * * *"`)} }), protocol.ErrInvalid},
+		{"payload data that is not JSON", with(func(tm *Timer) { tm.Payload.Data = []byte(`{`) }), protocol.ErrInvalid},
 		{"a payload past the page budget", with(func(tm *Timer) {
 			tm.Payload.Data = []byte(`"` + strings.Repeat("p", protocol.MaxPageBytes) + `"`)
 		}), protocol.ErrTooLarge},

@@ -248,6 +248,7 @@ func TestPutWorkRefusalWritesNothing(t *testing.T) {
 		{"input of another scope", func(_, other string) Work { w := base(); w.Inputs = []string{other}; return w }, protocol.ErrNotFound},
 		{"input not in the log", with(func(w *Work) { w.Inputs = []string{"ev_nope"} }), protocol.ErrNotFound},
 		{"input named twice", func(in, _ string) Work { w := base(); w.Inputs = []string{in, in}; return w }, protocol.ErrInvalid},
+		{"context that is not JSON", with(func(w *Work) { w.Context = []byte(`{"a":`) }), protocol.ErrInvalid},
 		{"context past the page budget", with(func(w *Work) {
 			w.Context = []byte(`"` + strings.Repeat("c", protocol.MaxPageBytes) + `"`)
 		}), protocol.ErrTooLarge},
