@@ -18,16 +18,19 @@ func (d *Daemon) newEngine() {
 		Generation: d.gen.Load,
 		Logger:     d.logger.With("component", "engine"),
 		Limits:     d.opts.Limits,
+		Accepted:   d.events.broadcast,
 	})
 }
 
 // accepted is what a package's service calls after it accepted Events:
-// long polls wake, and the router looks at the log.
+// the router looks at the log, and long polls wake (through the engine's
+// Accepted, so the Events the engine accepts itself wake them too).
 func (d *Daemon) accepted(uint64) {
-	d.events.broadcast()
-	if d.engine != nil {
-		d.engine.Notify()
+	if d.engine == nil {
+		d.events.broadcast()
+		return
 	}
+	d.engine.Notify()
 }
 
 // stopEngine ends the engine's loops before the packages and the store

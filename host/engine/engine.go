@@ -62,6 +62,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Limits bound the causal chains of the Events the engine accepts.
 	Limits pebblekv.Limits
+	// Accepted, when set, is called at every Notify: whatever else follows
+	// the log (the daemon's Event long polls) wakes for the Events the
+	// engine accepts itself as for the packages' ones.
+	Accepted func()
 	// DryRun says the daemon runs a dry run: Work of a timed kind, which
 	// runs on a clock, is not created.
 	DryRun bool
@@ -147,6 +151,9 @@ func (e *Engine) Notify() {
 	default:
 	}
 	e.changes.broadcast()
+	if e.d.Accepted != nil {
+		e.d.Accepted()
+	}
 }
 
 // Changes is closed at the next accepted Event or Work change (a long poll

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,6 +175,8 @@ type rig struct {
 	e    *Engine
 	gen  *config.Generation
 	n    int
+	// accepted counts the engine's Accepted calls.
+	accepted atomic.Int64
 }
 
 // newRig starts an engine over scopes, with dryRun as the daemon's.
@@ -184,7 +187,8 @@ func newRig(t *testing.T, pkgs *fakePackages, dryRun bool, scopes ...config.Scop
 		t.Fatal(err)
 	}
 	r := &rig{t: t, db: db, pkgs: pkgs, gen: &config.Generation{ID: 1, Config: &config.Config{Scopes: scopes}}}
-	r.e = New(Deps{DB: db, Packages: pkgs, Generation: func() *config.Generation { return r.gen }, DryRun: dryRun})
+	r.e = New(Deps{DB: db, Packages: pkgs, Generation: func() *config.Generation { return r.gen }, DryRun: dryRun,
+		Accepted: func() { r.accepted.Add(1) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.e.Start(ctx)
 	t.Cleanup(func() {

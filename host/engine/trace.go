@@ -163,10 +163,19 @@ func (e *Engine) samplesOf(ctx context.Context, scope string, i int, owner, hand
 	if err := e.d.Packages.Call(ctx, owner, protocol.MethodRouteSamples, protocol.RouteSamplesParams{Scope: scope, Route: ref, Now: e.d.Clock.Now()}, &res); err != nil {
 		return []Sample{{Route: i, Handler: handler, Error: err.Error()}}
 	}
+	m, _ := e.d.Packages.Manifest(owner)
 	out := make([]Sample, 0, len(res.Samples))
 	for _, s := range res.Samples {
 		ev := s.Event
-		out = append(out, Sample{Route: i, Handler: handler, ID: s.ID, Title: s.Title, Event: &ev})
+		smp := Sample{Route: i, Handler: handler, ID: s.ID, Title: s.Title, Event: &ev}
+		// A sample whose payload its package may not write is dropped, as
+		// routing would never see such an Event from it.
+		if m == nil {
+			smp.Event, smp.Error = nil, owner+" stopped while answering"
+		} else if err := m.CheckWrite(ev.Payload.Schema); err != nil {
+			smp.Event, smp.Error = nil, fmt.Sprintf("sample %q dropped: %v", s.ID, err)
+		}
+		out = append(out, smp)
 	}
 	return out
 }

@@ -76,7 +76,8 @@ func TestSamplesListFailingHandlersError(t *testing.T) {
 	pkgs.declare("tracker", []protocol.Route{{Handler: "tracker.issues", Samples: true}, {Handler: "tracker.broken", Samples: true}, {Handler: "tracker.plain"}})
 	pkgs.samples["tracker.issues"] = func() (protocol.RouteSamplesResult, error) {
 		return protocol.RouteSamplesResult{Samples: []protocol.RouteSample{{ID: "opened", Title: "An issue opened",
-			Event: protocol.SampleEvent{Type: "tracker.issue", Payload: protocol.Payload{Data: jsontext.Value(`{"key":"k"}`)}}}}}, nil
+			Event: protocol.SampleEvent{Type: "tracker.issue", Payload: protocol.Payload{Data: jsontext.Value(`{"key":"k"}`)}}},
+			{ID: "foreign", Event: protocol.SampleEvent{Type: "x", Payload: protocol.Payload{Schema: "other.thing.v1", Data: jsontext.Value(`{}`)}}}}}, nil
 	}
 	pkgs.samples["tracker.broken"] = func() (protocol.RouteSamplesResult, error) { return protocol.RouteSamplesResult{}, errBroken }
 	pkgs.samples["tracker.plain"] = func() (protocol.RouteSamplesResult, error) {
@@ -89,8 +90,9 @@ func TestSamplesListFailingHandlersError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ss) != 2 || ss[0].Route != 1 || ss[0].ID != "opened" || ss[0].Event.Type != "tracker.issue" || ss[0].Error != "" ||
-		ss[1].Route != 2 || ss[1].Event != nil || !strings.Contains(ss[1].Error, "broken") {
+	if len(ss) != 3 || ss[0].Route != 1 || ss[0].ID != "opened" || ss[0].Event.Type != "tracker.issue" || ss[0].Error != "" ||
+		ss[1].ID != "foreign" || ss[1].Event != nil || !strings.Contains(ss[1].Error, "dropped") ||
+		ss[2].Route != 2 || ss[2].Event != nil || !strings.Contains(ss[2].Error, "broken") {
 		t.Errorf("samples %+v", ss)
 	}
 }
@@ -103,6 +105,7 @@ func TestEmitRoutesAndSignalsChanges(t *testing.T) {
 		config.Scope{ID: "off", Disabled: true})
 	ctx := context.Background()
 	changed := r.e.Changes()
+	before := r.accepted.Load()
 	ev, err := r.e.Emit(ctx, "s", ManualRequest, jsontext.Value(`{"title":"By hand"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +114,9 @@ func TestEmitRoutesAndSignalsChanges(t *testing.T) {
 	case <-changed:
 	case <-time.After(waitFor):
 		t.Fatal("Changes was not signalled")
+	}
+	if r.accepted.Load() == before {
+		t.Error("Emit did not tell Deps.Accepted")
 	}
 	if ev.Source != OperatorSource || ev.Payload.Schema != ManualRequest+".v1" || ev.Scope != "s" {
 		t.Errorf("event %+v", ev)
