@@ -124,8 +124,8 @@ func (d *Daemon) CancelWork(ctx context.Context, id, reason string) (client.Work
 	return workView(w), nil
 }
 
-// Emit accepts an operator's Event into a configured scope; the router
-// then routes it.
+// Emit accepts an operator's Event into a configured scope; the engine
+// wakes the router and the log's long polls.
 func (d *Daemon) Emit(ctx context.Context, req client.EmitRequest) (protocol.Event, error) {
 	eng, err := d.engineReady()
 	if err != nil {
@@ -135,7 +135,6 @@ func (d *Daemon) Emit(ctx context.Context, req client.EmitRequest) (protocol.Eve
 	if err != nil {
 		return protocol.Event{}, err
 	}
-	d.events.broadcast()
 	return ev.Wire(), nil
 }
 
