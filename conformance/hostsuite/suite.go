@@ -148,7 +148,7 @@ type check struct {
 }
 
 // checks is the suite, in the order it runs.
-var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, methodChecks)
+var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, timerChecks, methodChecks)
 
 // Run runs every check against h, each as a subtest on a fresh host.
 func Run(t *testing.T, h Host) {
