@@ -29,7 +29,9 @@ func connectService(t *testing.T, m *protocol.Manifest, svc *service.Service) *j
 	}
 	table := svc.Table()
 	host := jsonrpc.New(hostR, hostW, jsonrpc.Options{Peer: "extension " + m.Name, Handlers: table,
-		Gate: func(_ context.Context, method string) error { return protocol.CheckCallback(m, method, table.Has, false) }})
+		Gate: func(_ context.Context, method string) error {
+			return protocol.CheckCallback(m, method, table.Has, false)
+		}})
 	conn := jsonrpc.New(extR, extW, jsonrpc.Options{Peer: "host"})
 	t.Cleanup(func() {
 		_ = conn.Close()
