@@ -10,6 +10,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -143,6 +144,10 @@ func TimerID(scope, entry, job string) string { return scope + "/" + entry + "/"
 // timers of entries in disabled scopes are kept armed, as they were.
 func configure(ctx context.Context, r *sdk.Request, p sdk.ConfigureParams) (sdk.ConfigureResult, error) {
 	armed, err := r.Host.List(ctx, Armed, "")
+	if errors.Is(err, sdk.ErrUnsupported) {
+		// A host with no store (offline validation) keeps no timers.
+		return sdk.ConfigureResult{}, nil
+	}
 	if err != nil {
 		return sdk.ConfigureResult{}, fmt.Errorf("reading the armed jobs: %w", err)
 	}
