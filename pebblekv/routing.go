@@ -136,7 +136,8 @@ func (tx *Tx) DeletePendingRoute(scope string, seq uint64) error {
 }
 
 // PendingRoutes reads up to limit owed routings (limit <= 0 or over
-// MaxEvents is MaxEvents), by scope, then by sequence.
+// MaxEvents is MaxEvents): each scope's together, by sequence, the scopes
+// in the store's order (shorter names first, then bytewise).
 func (r *Reader) PendingRoutes(limit int) ([]PendingRoute, error) {
 	return r.pendingRoutes([]byte{famPending}, limit)
 }
@@ -167,7 +168,8 @@ func (r *Reader) pendingRoutes(prefix []byte, limit int) ([]PendingRoute, error)
 	return out, nil
 }
 
-// PendingScopes lists the scopes with owed routings, in order: the router
+// PendingScopes lists the scopes with owed routings, in the store's order
+// (shorter names first, then bytewise): the router
 // takes each one's oldest without reading another's backlog.
 func (r *Reader) PendingScopes() ([]string, error) {
 	var out []string

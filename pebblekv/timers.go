@@ -70,7 +70,7 @@ func (tx *Tx) PutTimer(t Timer) error {
 	}
 	raw, err := json.Marshal(t)
 	if err != nil {
-		return fmt.Errorf("pebblekv: encode timer %s: %w", t.ID, err)
+		return protocol.Errorf(protocol.ErrInvalid, "timer %s cannot be encoded (its payload data and rule must be valid JSON): %v", t.ID, err)
 	}
 	if len(raw) > protocol.MaxPageBytes {
 		return protocol.Errorf(protocol.ErrTooLarge, "timer %s is %d bytes encoded; keep its payload within %d", t.ID, len(raw), protocol.MaxPageBytes)

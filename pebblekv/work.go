@@ -217,7 +217,7 @@ func (tx *Tx) PutWork(w Work) error {
 	}
 	raw, err := json.Marshal(w)
 	if err != nil {
-		return fmt.Errorf("pebblekv: encode Work %s: %w", w.ID, err)
+		return protocol.Errorf(protocol.ErrInvalid, "Work %s cannot be encoded (its context must be valid JSON): %v", w.ID, err)
 	}
 	if len(raw) > protocol.MaxPageBytes {
 		return protocol.Errorf(protocol.ErrTooLarge, "Work %s is %d bytes encoded; keep its context and inputs within %d", w.ID, len(raw), protocol.MaxPageBytes)

@@ -248,9 +248,9 @@ var catalogue = []Method{
 	e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL"),
 
 	// Routing and Work kinds.
-	h2e(MethodRouteMatch, SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...),
-	h2e(MethodRouteSamples, SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...),
-	inTx(h2e(MethodWorkKindTrigger, SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC")),
+	served(h2e(MethodRouteMatch, SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...)),
+	served(h2e(MethodRouteSamples, SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...)),
+	served(inTx(h2e(MethodWorkKindTrigger, SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC"))),
 	served(inTx(h2e(MethodRecurrenceNext, SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS"))),
 	served(e2h(MethodTimerArm, SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS")),
 	served(e2h(MethodTimerCancel, SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS")),
