@@ -141,8 +141,14 @@ func TimerID(scope, entry, job string) string { return scope + "/" + entry + "/"
 
 // configure arms a timer for each job of each enabled entry whose schedule
 // is new or changed, and cancels the timers of jobs that went away. The
-// timers of entries in disabled scopes are kept armed, as they were.
+// timers of entries in disabled scopes are kept armed, as they were, and
+// the empty generation (id 0) changes nothing.
 func configure(ctx context.Context, r *sdk.Request, p sdk.ConfigureParams) (sdk.ConfigureResult, error) {
+	if p.Generation.ID == 0 {
+		// The empty generation a package is started with, before the
+		// daemon's configuration is live: it removes no job.
+		return sdk.ConfigureResult{}, nil
+	}
 	armed, err := r.Host.List(ctx, Armed, "")
 	if errors.Is(err, sdk.ErrUnsupported) {
 		// A host with no store (offline validation) keeps no timers.

@@ -69,7 +69,7 @@ func TestConfigureArmsATimerPerJobAndCancelsJobsThatWentAway(t *testing.T) {
 	h := sdktest.New(t, schedule.Extension(), sdktest.WithScopes("s1"))
 	two := entry("s1", "e1", `{"jobs":[{"name":"tick","cron":"@every 30s"},{"name":"nightly","cron":"0 3 * * *"}]}`)
 	before := time.Now().UTC()
-	if _, err := h.Configure(ctx, protocol.ConfigureParams{Entries: []protocol.Entry{two}}); err != nil {
+	if _, err := h.Configure(ctx, protocol.ConfigureParams{Generation: protocol.Generation{ID: 1}, Entries: []protocol.Entry{two}}); err != nil {
 		t.Fatal(err)
 	}
 	timers := h.Host().Timers()
@@ -86,7 +86,7 @@ func TestConfigureArmsATimerPerJobAndCancelsJobsThatWentAway(t *testing.T) {
 		t.Fatalf("tick's timer %+v (payload %+v), want the next 30 s boundary, schedule.fired, schedule.cron", tick, d)
 	}
 	one := entry("s1", "e1", `{"jobs":[{"name":"tick","cron":"@every 30s"}]}`)
-	if _, err := h.Configure(ctx, protocol.ConfigureParams{Entries: []protocol.Entry{one}}); err != nil {
+	if _, err := h.Configure(ctx, protocol.ConfigureParams{Generation: protocol.Generation{ID: 2}, Entries: []protocol.Entry{one}}); err != nil {
 		t.Fatal(err)
 	}
 	if timers := h.Host().Timers(); len(timers) != 1 || timers[0].ID != "s1/e1/tick" || !timers[0].Due.Equal(tick.Due) {
@@ -94,6 +94,14 @@ func TestConfigureArmsATimerPerJobAndCancelsJobsThatWentAway(t *testing.T) {
 	}
 	if armed := h.KV(schedule.Armed); len(armed) != 1 || string(armed["s1/e1/tick"]) != "@every 30s" {
 		t.Fatalf("armed jobs in KV %v", armed)
+	}
+	// The empty generation a restarted package is configured with first
+	// cancels nothing.
+	if err := h.Raw(ctx, protocol.MethodConfigure, protocol.ConfigureParams{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if timers := h.Host().Timers(); len(timers) != 1 {
+		t.Fatalf("after the empty generation: %+v, want tick's timer kept", timers)
 	}
 }
 
