@@ -174,7 +174,7 @@ func TestExtensionRunPrintsAValidManifest(t *testing.T) {
 		t.Fatalf("manifest %+v", m)
 	}
 	code, out, _ = run("extension-run")
-	if code != 0 || strings.TrimSpace(out) != "hello" {
+	if code != 0 || strings.TrimSpace(out) != "hello\nschedule" {
 		t.Fatalf("listing: %d %q", code, out)
 	}
 }

@@ -251,9 +251,9 @@ var catalogue = []Method{
 	served(h2e(MethodRouteMatch, SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...)),
 	served(h2e(MethodRouteSamples, SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...)),
 	served(inTx(h2e(MethodWorkKindTrigger, SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC"))),
-	inTx(h2e(MethodRecurrenceNext, SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS")),
-	e2h(MethodTimerArm, SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS"),
-	e2h(MethodTimerCancel, SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS"),
+	served(inTx(h2e(MethodRecurrenceNext, SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS"))),
+	served(e2h(MethodTimerArm, SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS")),
+	served(e2h(MethodTimerCancel, SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS")),
 
 	// Toolbelt operations.
 	served(h2e(MethodOperationCall, SurfaceHandlerOps, "run a handler operation with its authority and request_id", "GH", "SL", "TR", "BB", "IS", "HU")),

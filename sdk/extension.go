@@ -28,6 +28,8 @@ type Extension struct {
 	tasks      map[string]TaskFunc
 	checks     map[string]CheckFunc
 	methods    map[string]MethodFunc
+	// recurrences are the recurrence kinds' rules (Recurrence).
+	recurrences map[string]RecurrenceFunc
 }
 
 // Option sets what New cannot infer: a manifest field, or what the

@@ -53,8 +53,9 @@ func TestCallbacksOutsideTheManifestAreRefused(t *testing.T) {
 	cases := []struct{ method, code string }{
 		// Gated by a permission the manifest does not declare.
 		{"telemetry.capture", protocol.CodeUndeclared},
-		// Enabled (the manifest declares recurrences) but not served here.
-		{"timer.cancel", protocol.CodeUnsupported},
+		// Enabled (the manifest declares recurrences) and served: the
+		// service itself refuses a cancel naming no timer.
+		{"timer.cancel", protocol.CodeInvalid},
 		// Enabled by a surface the manifest does not declare (work kinds).
 		{"work.cancel", protocol.CodeUndeclared},
 		// Catalogued, enabled, not served by this host yet.

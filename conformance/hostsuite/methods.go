@@ -71,6 +71,8 @@ var servedAnswers = map[string]*protocol.Error{
 	protocol.MethodStateScope:      protocol.ErrNotFound,
 	protocol.MethodEventAccept:     protocol.ErrInvalid, // no parent
 	protocol.MethodSecretResolve:   protocol.ErrUnauthorized,
+	protocol.MethodTimerArm:        protocol.ErrInvalid, // no id
+	protocol.MethodTimerCancel:     protocol.ErrInvalid,
 }
 
 // extensionToHost is every catalogued extension-to-host method.

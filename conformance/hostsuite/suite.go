@@ -7,7 +7,8 @@
 // value, key or payload over its bound refused too_large), the state reads
 // (only the extension's scopes, paged), event.accept (derives only, records
 // with a new Event only), secret.resolve (only what its entries select),
-// and the answer to every catalogued extension-to-host method: what the
+// timer.arm and timer.cancel (its own families, recurrence kinds and
+// scopes only; kept until cancelled), and the answer to every catalogued extension-to-host method: what the
 // catalogue marks served reaches its handler, every other method enabled
 // answers unsupported, and one the manifest does not enable undeclared.
 //
@@ -148,7 +149,7 @@ type check struct {
 }
 
 // checks is the suite, in the order it runs.
-var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, methodChecks)
+var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, timerChecks, methodChecks)
 
 // Run runs every check against h, each as a subtest on a fresh host.
 func Run(t *testing.T, h Host) {

@@ -14,11 +14,13 @@ const DefaultScope = "demo"
 
 // Default is the config a daemon runs when there is no config file: one
 // scope "demo" with an entry of every extension type pkgs declare (named
-// after the type, config {}), a binding "demo" granting every handler
-// operation they declare plus the builtins, and a manual route on that
-// binding. It names no connection and no secret, so it passes Check for any
-// valid set of manifests; each package may still refuse an entry's empty
-// config when it validates it.
+// after the type, config {} unless demoEntries gives the type a demo
+// config), a binding "demo" granting every handler operation they declare
+// plus the builtins, a manual route on that binding, and after it a route
+// on each of demoRoutes' handlers a package declares. It names no
+// connection and no secret, so it passes Check for any valid set of
+// manifests; each package may still refuse an entry's empty config when it
+// validates it.
 func Default(pkgs []*protocol.Manifest) *Config {
 	s := Scope{ID: DefaultScope}
 	ops := slices.Clone(protocol.BuiltinOperations)
@@ -34,7 +36,11 @@ func Default(pkgs []*protocol.Manifest) *Config {
 				continue
 			}
 			seen[t.Type] = true
-			s.Entries = append(s.Entries, Entry{Name: t.Type, Type: t.Type, Config: jsontext.Value("{}")})
+			cfg, ok := demoEntries[t.Type]
+			if !ok {
+				cfg = jsontext.Value("{}")
+			}
+			s.Entries = append(s.Entries, Entry{Name: t.Type, Type: t.Type, Config: cfg})
 		}
 		for _, op := range m.Provides.Operations {
 			if op.Kind == protocol.OperationHandler && !slices.Contains(ops, op.Name) {
@@ -44,5 +50,27 @@ func Default(pkgs []*protocol.Manifest) *Config {
 	}
 	s.Bindings = []Binding{{Name: DefaultScope, Operations: ops}}
 	s.Routes = []Route{{Handler: ManualHandler, Binding: DefaultScope}}
+	for _, h := range demoRoutes {
+		if anyDeclaresHandler(pkgs, h) {
+			s.Routes = append(s.Routes, Route{Handler: h, Binding: DefaultScope})
+		}
+	}
 	return &Config{Scopes: []Scope{s}}
+}
+
+// demoEntries are the demo's configs of the bundled entry types that do
+// nothing with an empty one: the schedule entry's job fires every 30
+// seconds, so the demo shows Events becoming Work from the first minute.
+var demoEntries = map[string]jsontext.Value{
+	"schedule": jsontext.Value(`{"jobs":[{"name":"demo-tick","cron":"@every 30s"}]}`),
+}
+
+// demoRoutes are the handlers the demo routes its scope's Events to, after
+// the manual route, when a package declares them: the schedule handler
+// turns each job run into Work.
+var demoRoutes = []string{"schedule"}
+
+// anyDeclaresHandler reports whether one of pkgs declares the route handler.
+func anyDeclaresHandler(pkgs []*protocol.Manifest, handler string) bool {
+	return slices.ContainsFunc(pkgs, func(m *protocol.Manifest) bool { return m != nil && declaresHandler(m, handler) })
 }

@@ -29,7 +29,9 @@ func Starter(ms []*protocol.Manifest) *Config {
 	s := &c.Scopes[0]
 	s.ID = StarterScope
 	s.Bindings[0].Name = StarterScope
-	s.Routes[0].Binding = StarterScope
+	for i := range s.Routes {
+		s.Routes[i].Binding = StarterScope
+	}
 	s.Entries = nil
 	seen := map[string]bool{}
 	for _, m := range ms {

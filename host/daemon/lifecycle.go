@@ -64,6 +64,8 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Limits:     d.opts.Limits,
 		Logger:     d.logger.With("extension", m.Name),
 		Accepted:   d.accepted,
+		// Arming or cancelling a timer wakes the scheduler.
+		TimersChanged: d.timersChanged,
 	})
 	dir := pkg.Dir
 	if dir == "" {

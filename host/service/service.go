@@ -36,6 +36,9 @@ type Deps struct {
 	// Accepted is told the sequence of every Event the service accepted,
 	// so the daemon can react (nil: nothing).
 	Accepted func(seq uint64)
+	// TimersChanged is told when the extension armed or cancelled a timer,
+	// so the scheduler wakes (nil: nothing).
+	TimersChanged func()
 }
 
 // Service serves one extension.
@@ -78,6 +81,8 @@ func (s *Service) Table() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.StateScope, s.stateScope)
 	jsonrpc.Serve(t, protocol.EventAccept, s.eventAccept)
 	jsonrpc.Serve(t, protocol.SecretResolve, s.secretResolve)
+	jsonrpc.Serve(t, protocol.TimerArm, s.timerArm)
+	jsonrpc.Serve(t, protocol.TimerCancel, s.timerCancel)
 	return t
 }
 

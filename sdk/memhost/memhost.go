@@ -1,6 +1,6 @@
 // Package memhost is an in-memory host service for one extension: the host
 // side of every extension-to-host method the daemon serves (kv.*, state.*,
-// event.accept, secret.resolve), answering as the daemon does (the same
+// event.accept, secret.resolve, timer.arm and timer.cancel), answering as the daemon does (the same
 // protocol rules for kv.commit, emissions and callbacks), with no store.
 // sdktest serves extensions against it; so does anything that needs the
 // host side of the protocol without a daemon.
@@ -54,6 +54,7 @@ type Host struct {
 	artifacts  map[string]*Artifact
 	nextID     int
 	deliveries []protocol.IngressDeliverParams
+	timers     map[string]protocol.TimerArmParams
 }
 
 // Option configures a Host.
@@ -130,6 +131,7 @@ func (h *Host) newTable() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.StateScope, h.stateScope)
 	jsonrpc.Serve(t, protocol.EventAccept, h.eventAccept)
 	jsonrpc.Serve(t, protocol.SecretResolve, h.secretResolve)
+	h.serveTimers(t)
 	if h.transport {
 		jsonrpc.Serve(t, protocol.ArtifactCreate, h.artifactCreate)
 		jsonrpc.Serve(t, protocol.ArtifactWrite, h.artifactWrite)
