@@ -28,8 +28,9 @@ type Timer struct {
 	Payload protocol.Payload `json:"payload"`
 	// Recurrence, when set, rearms the timer through recurrence.next.
 	Recurrence *protocol.RecurrenceRule `json:"recurrence,omitempty"`
-	// Fired counts the firings; a firing's delivery ID is "<ID>/<Fired>",
-	// so a firing retried after a crash is accepted once.
+	// Fired counts the firings. A firing's delivery ID names the timer and
+	// its due time ("<ID>@<Due>"), so a firing retried after a crash is
+	// accepted once.
 	Fired int `json:"fired,omitzero"`
 }
 
