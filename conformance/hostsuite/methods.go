@@ -71,6 +71,7 @@ var servedAnswers = map[string]*protocol.Error{
 	protocol.MethodStateScope:      protocol.ErrNotFound,
 	protocol.MethodEventAccept:     protocol.ErrInvalid, // no parent
 	protocol.MethodSecretResolve:   protocol.ErrUnauthorized,
+	protocol.MethodIngressDeliver:  protocol.ErrUnauthorized, // no source is the extension's
 }
 
 // extensionToHost is every catalogued extension-to-host method.

@@ -36,6 +36,10 @@ type Deps struct {
 	// Accepted is told the sequence of every Event the service accepted,
 	// so the daemon can react (nil: nothing).
 	Accepted func(seq uint64)
+	// Deliver takes a delivery from the extension's own receiver to the
+	// engine, which accepts its Events durably before it returns (nil:
+	// ingress.deliver answers unavailable).
+	Deliver func(ctx context.Context, extension string, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error)
 }
 
 // Service serves one extension.
@@ -78,6 +82,7 @@ func (s *Service) Table() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.StateScope, s.stateScope)
 	jsonrpc.Serve(t, protocol.EventAccept, s.eventAccept)
 	jsonrpc.Serve(t, protocol.SecretResolve, s.secretResolve)
+	jsonrpc.Serve(t, protocol.IngressDeliver, s.ingressDeliver)
 	return t
 }
 

@@ -1,7 +1,9 @@
 package memhost
 
-// The methods of this file are served only WithTransportMethods: the
-// daemon does not serve them yet.
+// The artifact methods of this file are served only WithTransportMethods:
+// the daemon does not serve them yet. ingress.deliver is always served, with
+// the daemon's rules on the source and the body; it records the delivery
+// (Deliveries) instead of asking the extension's ingress.push for Events.
 
 import (
 	"bytes"
@@ -10,6 +12,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -109,6 +113,9 @@ func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (prot
 	if !protocol.SourceNamespace(h.name, p.Source) {
 		return protocol.IngressDeliverResult{}, protocol.Errorf(protocol.ErrUnauthorized, "source %q is not %s's", p.Source, h.name)
 	}
+	if !jsontext.Value(p.Body).IsValid() {
+		return protocol.IngressDeliverResult{}, protocol.Errorf(protocol.ErrInvalid, "the body of delivery %q is not JSON", p.DeliveryID)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, d := range h.deliveries {
@@ -120,7 +127,7 @@ func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (prot
 	return protocol.IngressDeliverResult{Accepted: true}, nil
 }
 
-// Deliveries returns every accepted delivery (WithTransportMethods).
+// Deliveries returns every accepted delivery.
 func (h *Host) Deliveries() []protocol.IngressDeliverParams {
 	h.mu.Lock()
 	defer h.mu.Unlock()
