@@ -7,12 +7,14 @@ import (
 	"sort"
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
+	"github.com/open-conduit/open-conduit/extensions/webhook"
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
 // Served maps each first-party package's name to its constructor.
 var Served = map[string]func() *sdk.Extension{
-	hello.Name: hello.Extension,
+	hello.Name:   hello.Extension,
+	webhook.Name: webhook.Extension,
 }
 
 // Names lists the served packages, sorted.
