@@ -90,6 +90,10 @@ type Options struct {
 	// commits than acknowledged), instead of refusing the start. The
 	// record is then reset to that store, so it is for one start.
 	AcceptStoreLoss bool
+	// WebhookAddr is where the webhook listener listens (default
+	// engine.DefaultWebhookAddr: loopback, a port the system picks). It is
+	// taken as the operator gave it.
+	WebhookAddr string
 }
 
 // Daemon is a running open-conduit serve. Its methods are safe for
@@ -120,6 +124,9 @@ type Daemon struct {
 	// events is closed and replaced each time the log grows, for long
 	// polls.
 	events eventsSignal
+	// webhooks is what each package's last configure registered: its
+	// webhook paths and sources, for the engine's ingress.
+	webhooks *ingressRoutes
 
 	server *api.Server
 	closed chan struct{}
@@ -168,6 +175,7 @@ func newDaemon(opts Options) (*Daemon, error) {
 		started: time.Now(),
 		closed:  make(chan struct{}),
 	}
+	d.webhooks = newIngressRoutes()
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.setPhase(client.PhaseStarting)
 	d.pkgs.exts = map[string]*extension{}
