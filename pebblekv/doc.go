@@ -26,16 +26,35 @@
 //	's'     's' len(scope) scope seq                 empty (scope index; scope "" is "no scope")
 //	'w'     'w' len(work) work seq                   empty (Work index)
 //	'c'     'c' len(root) root minute                count, 8 bytes big-endian (derived Events per chain per minute)
-//	'r'     'r' len(kind) kind id                    record, JSON (work, wait, timer, execution, opresult)
+//	'r'     'r' len(kind) kind id                    record, JSON (wait, execution, opresult, …)
+//	'W'     'W' work-id                              Work, JSON (typed record)
+//	'a'     'a' len(state) state work-id             empty (Work by state)
+//	'o'     'o' len(scope) scope work-id             empty (Work by scope)
+//	'q'     'q' len(scope) scope len(state) state work-id   empty (Work by scope and state)
+//	'y'     'y' len(scope) scope key                 work-id (the open Work holding key)
+//	'h'     'h' len(scope) scope len(key) key len(kind) kind work-id   empty (Work of kind that holds key, any state)
+//	'T'     'T' timer-id                             Timer, JSON (typed record; id is "<owner>/<id>")
+//	't'     't' due timer-id                         empty (timers by due time)
+//	'R'     'R' event-id                             RouteDecision, JSON
+//	'p'     'p' len(scope) scope seq                 empty (Events whose routing is owed)
 //	'm'     'm' "format"                             store layout version, decimal
 //	'm'     'm' "seq"                                latest sequence, 8 bytes big-endian
 //	'm'     'm' "id"                                 the store's identity, 32 hex digits, given at creation
 //	'm'     'm' "commits"                            Updates committed, 8 bytes big-endian (written by each)
 //	'm'     'm' "kvlayout" 0x00 extension            extension's KV layout version, decimal (core.extensions)
+//	'm'     'm' "routecursor"                        the last sequence the router took, 8 bytes big-endian
 //
 // An event's ID is protocol.EmittedEventID(source, delivery_id), so the ID
 // index is also the (source, delivery_id) dedupe index. minute is the Unix
-// minute of the derived Event's time, sign-flipped 8 bytes big-endian.
+// minute of the derived Event's time, sign-flipped 8 bytes big-endian. due is
+// a timer's due time as Unix seconds, sign-flipped 8 bytes big-endian, then
+// its nanoseconds, 4 bytes big-endian, so byte order is time order.
+//
+// The typed records keep their indexes exact: each Put removes the entries
+// of the record it replaces and writes the new ones in the same batch, so
+// an index never names a state, key or due time its record no longer has.
+// Only open Work (pending, running, waiting) has 'y' entries, and one key
+// of a scope names at most one open Work.
 //
 // The reserved core.extensions namespace is a name, not a KV namespace: its
 // records live under 'm', which no extension KV key can reach, so an extension

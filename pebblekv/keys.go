@@ -16,6 +16,19 @@ const (
 	famCausal byte = 'c'
 	famRecord byte = 'r'
 	famMeta   byte = 'm'
+
+	// The typed records of routing (work.go, timers.go, routing.go) and
+	// their indexes.
+	famWorkRec     byte = 'W'
+	famWorkByState byte = 'a'
+	famWorkByScope byte = 'o'
+	famWorkScoped  byte = 'q'
+	famWorkOpenKey byte = 'y'
+	famWorkKeyKind byte = 'h'
+	famTimerRec    byte = 'T'
+	famTimerDue    byte = 't'
+	famRouteRec    byte = 'R'
+	famPending     byte = 'p'
 )
 
 // Meta keys, under famMeta. The store writes each itself; none is reachable
@@ -24,6 +37,7 @@ var (
 	metaFormat   = []byte{famMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 	metaSeq      = []byte{famMeta, 's', 'e', 'q'}
 	metaKVLayout = []byte{famMeta, 'k', 'v', 'l', 'a', 'y', 'o', 'u', 't', 0}
+	metaRouteCur = []byte{famMeta, 'r', 'o', 'u', 't', 'e', 'c', 'u', 'r', 's', 'o', 'r'}
 )
 
 // appendString appends s length-prefixed, so whatever follows it can never
@@ -92,6 +106,36 @@ func recordKey(kind, id string) []byte {
 // kvLayoutKey is the key of ext's recorded KV layout version.
 func kvLayoutKey(ext string) []byte {
 	return append(append(make([]byte, 0, len(metaKVLayout)+len(ext)), metaKVLayout...), ext...)
+}
+
+// famKey is a key of family fam made of length-prefixed strings, then a raw
+// last field: the shape of every typed record's index.
+func famKey(fam byte, last string, fields ...string) []byte {
+	n := 1 + len(last)
+	for _, f := range fields {
+		n += len(f) + binary.MaxVarintLen64
+	}
+	b := append(make([]byte, 0, n), fam)
+	for _, f := range fields {
+		b = appendString(b, f)
+	}
+	return append(b, last...)
+}
+
+// appendTime appends t so that byte order is time order: Unix seconds
+// sign-flipped, 8 bytes big-endian, then nanoseconds, 4 bytes big-endian.
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
+	return binary.BigEndian.AppendUint32(b, uint32(t.Nanosecond()))
+}
+
+// timeLen is the length appendTime appends.
+const timeLen = 12
+
+// readTime decodes what appendTime appended.
+func readTime(b []byte) time.Time {
+	sec := int64(binary.BigEndian.Uint64(b) ^ (1 << 63))
+	return time.Unix(sec, int64(binary.BigEndian.Uint32(b[8:]))).UTC()
 }
 
 // prefixEnd returns the smallest key greater than every key starting with

@@ -9,7 +9,9 @@ import (
 )
 
 // Record kinds of the core model. Any kind of lower-case letters, digits,
-// '-', '_' and '.' is accepted; these are the ones the core writes.
+// '-', '_' and '.' is accepted; these are the ones the core writes. Work and
+// timers are typed records with their own indexes (PutWork, PutTimer), not
+// generic records of KindWork or KindTimer.
 const (
 	KindWork      = "work"
 	KindWait      = "wait"

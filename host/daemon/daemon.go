@@ -47,6 +47,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/api"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
+	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -128,6 +129,9 @@ type Daemon struct {
 	// webhook paths and sources, for the engine's ingress.
 	webhooks *ingressRoutes
 
+	// engine routes Events to Work, fires timers and takes ingress in.
+	engine *engine.Engine
+
 	server *api.Server
 	closed chan struct{}
 	once   sync.Once
@@ -204,6 +208,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	if err := d.openStore(); err != nil {
 		return err
 	}
+	d.newEngine()
 	pkgs, err := d.discover()
 	if err != nil {
 		return err
@@ -222,6 +227,7 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.configureAll(ctx)
+	d.engine.Start(d.ctx)
 	d.startTasks()
 	d.setPhase(client.PhaseRunning)
 	d.logger.Info("open-conduit serving", "state", d.opts.StateDir, "socket", d.dirs.Socket(),
@@ -297,6 +303,7 @@ func (d *Daemon) shutdown(ctx context.Context) {
 			_ = os.Remove(d.dirs.Socket())
 		}
 		d.cancel()
+		d.stopEngine(ctx)
 		d.pkgs.closeAll(ctx)
 		d.procs.release(d.logger)
 		if d.db != nil {

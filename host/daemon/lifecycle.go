@@ -63,7 +63,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Generation: d.gen.Load,
 		Limits:     d.opts.Limits,
 		Logger:     d.logger.With("extension", m.Name),
-		Accepted:   func(uint64) { d.events.broadcast() },
+		Accepted:   d.accepted,
 	})
 	dir := pkg.Dir
 	if dir == "" {

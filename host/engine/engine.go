@@ -62,12 +62,18 @@ type Deps struct {
 	Logger *slog.Logger
 	// Limits bound the causal chains of the Events the engine accepts.
 	Limits pebblekv.Limits
+	// DryRun says the daemon runs a dry run: Work of a timed kind, which
+	// runs on a clock, is not created.
+	DryRun bool
 }
 
 // Engine is the running engine. Build it with New, then Start it.
 type Engine struct {
 	d      Deps
 	notify chan struct{}
+	// changes is closed and replaced at every accepted Event and Work
+	// change, for long polls.
+	changes signal
 
 	router  *router
 	timers  *timers
@@ -87,6 +93,7 @@ func New(d Deps) *Engine {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{d: d, notify: make(chan struct{}, 1)}
+	e.changes.init()
 	e.router = newRouter(e)
 	e.timers = newTimers(e)
 	e.ingress = newIngress(e)
@@ -133,10 +140,36 @@ func (e *Engine) Stop(ctx context.Context) error {
 }
 
 // Notify says Events were accepted: the router looks at the log now rather
-// than at its next poll. It never blocks.
+// than at its next poll, and Changes' waiters wake. It never blocks.
 func (e *Engine) Notify() {
 	select {
 	case e.notify <- struct{}{}:
 	default:
 	}
+	e.changes.broadcast()
+}
+
+// Changes is closed at the next accepted Event or Work change (a long poll
+// waits on it, then reads what changed, then asks again).
+func (e *Engine) Changes() <-chan struct{} { return e.changes.wait() }
+
+// signal is a channel closed and replaced at each broadcast.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) init() { s.ch = make(chan struct{}) }
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *signal) broadcast() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
 }

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+
+	"github.com/open-conduit/open-conduit/host/engine"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// newEngine builds the engine on the open store. It starts nothing: the
+// packages' services tell it of accepted Events from their first start, and
+// startEngine runs it once the configuration is live.
+func (d *Daemon) newEngine() {
+	d.engine = engine.New(engine.Deps{
+		DB:         d.db,
+		Packages:   enginePackages{d},
+		Generation: d.gen.Load,
+		Logger:     d.logger.With("component", "engine"),
+		Limits:     d.opts.Limits,
+	})
+}
+
+// accepted is what a package's service calls after it accepted Events:
+// long polls wake, and the router looks at the log.
+func (d *Daemon) accepted(uint64) {
+	d.events.broadcast()
+	if d.engine != nil {
+		d.engine.Notify()
+	}
+}
+
+// stopEngine ends the engine's loops before the packages and the store
+// close, so no routing is cut off halfway by a closing store.
+func (d *Daemon) stopEngine(ctx context.Context) {
+	if d.engine == nil {
+		return
+	}
+	if err := d.engine.Stop(ctx); err != nil {
+		d.logger.Warn("engine did not stop in time", "err", err)
+	}
+}
+
+// enginePackages is the engine's narrow view of the running packages.
+type enginePackages struct{ d *Daemon }
+
+// Call calls method on pkg's running process; a package that is not
+// running answers protocol.ErrUnavailable saying why.
+func (p enginePackages) Call(ctx context.Context, pkg, method string, params, result any) error {
+	x, ok := p.d.pkgs.get(pkg)
+	if !ok {
+		return protocol.Errorf(protocol.ErrUnavailable, "no package %q is installed", pkg)
+	}
+	s := p.d.pkgs.running(x)
+	if s == nil {
+		return protocol.Errorf(protocol.ErrUnavailable, "%v", notRunning(pkg, p.d.pkgs.snapshot(x)))
+	}
+	return s.Call(ctx, method, params, result)
+}
+
+// Manifest is the manifest of pkg while it runs.
+func (p enginePackages) Manifest(pkg string) (*protocol.Manifest, bool) {
+	x, ok := p.d.pkgs.get(pkg)
+	if !ok || p.d.pkgs.running(x) == nil {
+		return nil, false
+	}
+	return p.d.pkgs.snapshot(x).pkg.Manifest, true
+}
+
+// RouteHandlerOwner names the running package declaring handler.
+func (p enginePackages) RouteHandlerOwner(handler string) string {
+	for _, m := range p.d.pkgs.runningManifests() {
+		if slices.ContainsFunc(m.Provides.Routes, func(r protocol.Route) bool { return r.Handler == handler }) {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// WorkKindOwner names the running package declaring kind, with its policy.
+func (p enginePackages) WorkKindOwner(kind string) (string, protocol.WorkKind) {
+	for _, m := range p.d.pkgs.runningManifests() {
+		for _, k := range m.Provides.WorkKinds {
+			if k.Kind == kind {
+				return m.Name, k
+			}
+		}
+	}
+	return "", protocol.WorkKind{}
+}
+
+// RecurrenceOwner names the running package declaring a recurrence kind.
+func (p enginePackages) RecurrenceOwner(kind string) string {
+	for _, m := range p.d.pkgs.runningManifests() {
+		if slices.ContainsFunc(m.Provides.Recurrences, func(r protocol.Recurrence) bool { return r.Kind == kind }) {
+			return m.Name
+		}
+	}
+	return ""
+}
