@@ -189,60 +189,38 @@ func push(_ context.Context, _ *sdk.Request, raw []byte) (any, error) {
 	}}}, nil
 }
 
-// matchParams is route.match's params, as far as the handler reads them.
-type matchParams struct {
-	Event protocol.Event `json:"event"`
-}
-
-// display is a Work's display, as route.match answers it.
-type display struct {
-	Title string `json:"title,omitempty"`
-	Ref   string `json:"ref,omitempty"`
-}
-
-// matchResult is route.match's answer.
-type matchResult struct {
-	Match   bool     `json:"match"`
-	Reason  string   `json:"reason,omitempty"`
-	Kind    string   `json:"kind,omitempty"`
-	Keys    []string `json:"keys,omitempty"`
-	Display *display `json:"display,omitempty"`
-}
-
-// maxTitle is the longest display title, in bytes.
-const maxTitle = 200
-
 // match routes each webhook.received Event to the standing Work of its key,
 // titled from the body (or the key).
 func match(_ context.Context, _ *sdk.Request, raw []byte) (any, error) {
-	var p matchParams
+	var p protocol.RouteMatchParams
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, sdk.Errorf(sdk.ErrInvalid, "route.match params: %v", err)
 	}
 	if p.Event.Type != Received {
-		return matchResult{Reason: "webhook matches only " + Received + " Events"}, nil
+		return protocol.RouteMatchResult{Reason: "webhook matches only " + Received + " Events"}, nil
 	}
 	var it item
 	if err := json.Unmarshal(p.Event.Payload.Data, &it); err != nil || it.Key == "" {
-		return matchResult{Reason: "the Event carries no key"}, nil
+		return protocol.RouteMatchResult{Reason: "the Event carries no key"}, nil
 	}
 	title := oneLine(it.Title)
 	if title == "" {
 		title = "webhook " + oneLine(it.Key)
 	}
-	return matchResult{
+	return protocol.RouteMatchResult{
 		Match: true, Reason: "a webhook delivery for key " + it.Key, Kind: ItemKind,
-		Keys: []string{KeyPrefix + it.Key}, Display: &display{Title: title},
+		Keys: []string{KeyPrefix + it.Key}, Display: &protocol.Display{Title: title},
 	}, nil
 }
 
-// oneLine makes s one line of at most maxTitle bytes, cut at a rune.
+// oneLine makes s one line of at most a display title's bytes, cut at a
+// rune.
 func oneLine(s string) string {
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }), " ")
-	if len(s) <= maxTitle {
+	if len(s) <= protocol.MaxDisplayTitle {
 		return s
 	}
-	cut := maxTitle
+	cut := protocol.MaxDisplayTitle
 	for cut > 0 && !utf8Start(s[cut]) {
 		cut--
 	}

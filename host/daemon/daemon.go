@@ -128,6 +128,8 @@ type Daemon struct {
 	// webhooks is what each package's last configure registered: its
 	// webhook paths and sources, for the engine's ingress.
 	webhooks *ingressRoutes
+	// webhookAddr is where the webhook listener listens, once it does.
+	webhookAddr atomic.Pointer[string]
 
 	// engine routes Events to Work, fires timers and takes ingress in.
 	engine *engine.Engine
@@ -209,6 +211,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.newEngine()
+	if err := d.listenWebhooks(); err != nil {
+		return err
+	}
 	pkgs, err := d.discover()
 	if err != nil {
 		return err

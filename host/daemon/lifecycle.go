@@ -64,6 +64,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Limits:     d.opts.Limits,
 		Logger:     d.logger.With("extension", m.Name),
 		Accepted:   d.accepted,
+		Deliver:    d.deliver,
 	})
 	dir := pkg.Dir
 	if dir == "" {

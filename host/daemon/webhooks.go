@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"sync"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -78,4 +79,24 @@ func (d *Daemon) configured(m *protocol.Manifest) func(protocol.ConfigureParams,
 		d.recordLayout(m, p)
 		d.webhooks.record(m.Name, res)
 	}
+}
+
+// listenWebhooks mounts what packages register on the engine's webhook
+// listener and starts it on the operator's address, for the daemon's life.
+// An address it cannot listen on refuses the start, naming it.
+func (d *Daemon) listenWebhooks() error {
+	d.engine.SetWebhookRoutes(d.webhooks)
+	addr, err := d.engine.ListenWebhooks(d.ctx, d.opts.WebhookAddr)
+	if err != nil {
+		return err
+	}
+	a := addr.String()
+	d.webhookAddr.Store(&a)
+	d.logger.Info("webhooks listening", "addr", a)
+	return nil
+}
+
+// deliver takes a package's ingress.deliver to the engine.
+func (d *Daemon) deliver(ctx context.Context, pkg string, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error) {
+	return d.engine.Deliver(ctx, pkg, p)
 }

@@ -56,11 +56,11 @@ func (e *Engine) SetWebhookRoutes(w WebhookRoutes) {
 }
 
 // ListenWebhooks starts the webhook listener on addr (DefaultWebhookAddr
-// when empty) and returns the address it listens on. It serves until the
-// engine stops. An address the operator gives is taken as given, so one
-// that is not loopback exposes the packages' webhooks to whoever reaches
-// it; the default never does.
-func (e *Engine) ListenWebhooks(addr string) (net.Addr, error) {
+// when empty) and returns the address it listens on. It serves until ctx
+// ends or the engine stops, whichever comes first. An address the operator
+// gives is taken as given, so one that is not loopback exposes the
+// packages' webhooks to whoever reaches it; the default never does.
+func (e *Engine) ListenWebhooks(ctx context.Context, addr string) (net.Addr, error) {
 	if addr == "" {
 		addr = DefaultWebhookAddr
 	}
@@ -90,13 +90,22 @@ func (e *Engine) ListenWebhooks(addr string) (net.Addr, error) {
 			e.d.Logger.Error("the webhook listener stopped", "err", err)
 		}
 	}(i.srv)
+	go func() {
+		<-ctx.Done()
+		i.shutdown()
+	}()
 	return ln.Addr(), nil
 }
 
-// run waits for the engine's end, then stops the listener: requests in
-// flight get a few seconds to finish (each is bounded anyway).
+// run waits for the engine's end, then stops the listener.
 func (i *ingress) run(ctx context.Context) {
 	<-ctx.Done()
+	i.shutdown()
+}
+
+// shutdown stops the listener for good: requests in flight get a few
+// seconds to finish (each is bounded anyway).
+func (i *ingress) shutdown() {
 	i.mu.Lock()
 	srv := i.srv
 	i.ended = true

@@ -130,7 +130,7 @@ func newIngressRig(t *testing.T) *ingressRig {
 	pkg := &fakeHook{m: hookManifest(), calls: map[string]int{}, handle: okHandle, push: okPush}
 	e := New(Deps{DB: db, Packages: pkg, Generation: func() *config.Generation { return gen }})
 	e.SetWebhookRoutes(routes{"/hook/s1/a": "hook", "/hook/s1/a/deep": "hook"})
-	addr, err := e.ListenWebhooks("")
+	addr, err := e.ListenWebhooks(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
