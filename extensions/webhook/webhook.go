@@ -22,8 +22,7 @@ import (
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
-// Name is the package's name, its entry type's, its connection type's and
-// its route handler's.
+// Name is the package's name, its entry type's and its route handler's.
 const Name = "webhook"
 
 // What the package declares.
@@ -35,6 +34,10 @@ const (
 	// ItemKind is the standing Work kind the route handler makes, one per
 	// key.
 	ItemKind = "webhook.item"
+	// ConnectionType is the connection type whose secret signs bodies (a
+	// config type of its own: an entry type and a connection type never
+	// share a name).
+	ConnectionType = "webhook-signing"
 	// SecretName is the connection's secret that signs bodies.
 	SecretName = "secret"
 	// SignatureHeader carries sha256=<hex of HMAC-SHA256(secret, body)>.
@@ -91,7 +94,7 @@ func Extension() *sdk.Extension {
 		}
 	}
 	p.Webhooks = true
-	p.Connections = append(p.Connections, protocol.ConnectionType{Type: Name, Fields: []protocol.Field{
+	p.Connections = append(p.Connections, protocol.ConnectionType{Type: ConnectionType, Fields: []protocol.Field{
 		{Name: SecretName, Secret: true, Required: true, Help: "The shared secret senders sign bodies with (HMAC-SHA256)."},
 	}})
 	p.Routes = append(p.Routes, protocol.Route{Handler: Name})
