@@ -40,6 +40,14 @@ var commandFlags = map[string][]string{
 	"logs":               {"state", "json", "tail", "follow"},
 	"events":             nil,
 	"events list":        {"state", "json", "after", "limit", "scope", "follow"},
+	"events emit":        {"state", "json", "scope", "type", "data"},
+	"work":               nil,
+	"work list":          {"state", "json", "scope", "status", "after", "limit"},
+	"work show":          {"state", "json"},
+	"work cancel":        {"state", "json", "reason"},
+	"route":              {"state", "json", "trace", "samples", "scope", "type", "data"},
+	"timers":             nil,
+	"timers list":        {"state", "json", "after", "limit"},
 	"doctor":             {"state", "json"},
 	"config":             nil,
 	"config init":        {"config", "force"},
@@ -121,6 +129,19 @@ func TestMisuseExitsTwoWithOneLineNamingTheCommand(t *testing.T) {
 		{[]string{"serve", "--log-format", "xml"}, "text, json"},
 		{[]string{"extension-run", "no-such-extension"}, "no first-party extension"},
 		{[]string{"extension-run", "hello", "package-nonsense"}, "unknown subcommand"},
+		{[]string{"events", "emit"}, "--scope is required"},
+		{[]string{"events", "emit", "--scope", "a", "--data", "[1]"}, "--data must be a JSON object"},
+		{[]string{"events", "emit", "--scope", "a", "--type", ""}, "--type must not be empty"},
+		{[]string{"work", "list", "--limit", "0"}, "--limit must be between 1 and 1000"},
+		{[]string{"work", "list", "--status", "done"}, "--status must be one of pending"},
+		{[]string{"work", "show"}, "usage: open-conduit work show ID"},
+		{[]string{"work", "cancel", "a", "b"}, "at most 1"},
+		{[]string{"route", "--scope", "a"}, "exactly one of --trace and --samples"},
+		{[]string{"route", "--trace", "--samples", "--scope", "a"}, "exactly one of --trace and --samples"},
+		{[]string{"route", "--trace", "--type", "t"}, "--scope is required"},
+		{[]string{"route", "--trace", "--scope", "a"}, "--type is required with --trace"},
+		{[]string{"route", "--trace", "--scope", "a", "--type", "t", "--data", "{"}, "--data must be a JSON object"},
+		{[]string{"timers", "list", "--limit", "1001"}, "--limit must be between 1 and 1000"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
@@ -180,6 +201,13 @@ func TestClientCommandsWithoutADaemonFailInOneLineNamingServe(t *testing.T) {
 		{"config", "apply"},
 		{"config", "apply", "--config", cfg},
 		{"config", "show"},
+		{"work", "list"},
+		{"work", "show", "w_x"},
+		{"work", "cancel", "w_x"},
+		{"events", "emit", "--scope", "demo"},
+		{"route", "--trace", "--scope", "demo", "--type", "manual.request"},
+		{"route", "--samples", "--scope", "demo"},
+		{"timers", "list"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			code, out, errs := run(append(args, "--state", state)...)

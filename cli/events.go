@@ -18,7 +18,7 @@ import (
 const pollWait = 25 * time.Second
 
 func eventsCommand() *command {
-	return &command{name: "events", short: "the event log: list and follow it", subs: []*command{eventsListCommand()}}
+	return &command{name: "events", short: "the event log: list, follow and emit into it", subs: []*command{eventsListCommand(), eventsEmitCommand()}}
 }
 
 func eventsListCommand() *command {
@@ -95,10 +95,11 @@ func followEvents(r *runner, q client.EventsQuery) error {
 func writeEvents(w io.Writer, evs client.Events, header bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if header {
-		fmt.Fprintln(tw, "SEQ\tTIME\tSCOPE\tTYPE\tSOURCE\tDEPTH\tID")
+		fmt.Fprintln(tw, "SEQ\tTIME\tSCOPE\tTYPE\tSOURCE\tDEPTH\tID\tROUTE")
 	}
 	for _, e := range evs.Events {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Sequence, timeText(e.Time), e.Scope, e.Type, dash(e.Source), e.Depth, e.ID)
+		route, listed := evs.Routes[e.ID]
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Sequence, timeText(e.Time), e.Scope, e.Type, dash(e.Source), e.Depth, e.ID, eventRouteText(route, listed))
 	}
 	return tw.Flush()
 }

@@ -149,12 +149,6 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (Events, error) {
 	return e, c.do(ctx, http.MethodGet, "/v1/events?"+v.Encode(), nil, &e)
 }
 
-// Work lists Work records.
-func (c *Client) Work(ctx context.Context) (Records, error) {
-	var r Records
-	return r, c.do(ctx, http.MethodGet, "/v1/work", nil, &r)
-}
-
 // Waits lists Wait records.
 func (c *Client) Waits(ctx context.Context) (Records, error) {
 	var r Records

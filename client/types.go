@@ -131,15 +131,18 @@ type Events struct {
 	Events []protocol.Event `json:"events"`
 	Next   uint64           `json:"next,omitzero"`
 	Latest uint64           `json:"latest"`
+	// Routes says where each listed Event in a scope was routed, by its
+	// ID.
+	Routes map[string]EventRoute `json:"routes,omitempty"`
 }
 
-// Record is a Work, Wait or other core record, as stored.
+// Record is a Wait or other core record, as stored.
 type Record struct {
 	ID     string         `json:"id"`
 	Record map[string]any `json:"record"`
 }
 
-// Records is GET /v1/work and GET /v1/waits.
+// Records is GET /v1/waits.
 type Records struct {
 	Items []Record `json:"items"`
 }

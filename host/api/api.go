@@ -46,6 +46,7 @@ type Daemon interface {
 	Validate(ctx context.Context, text []byte) (client.Validation, error)
 	Apply(ctx context.Context, text []byte) (client.Applied, error)
 	Reload(ctx context.Context) (client.Applied, error)
+	WorkDaemon
 }
 
 // Handler routes /v1/ to d. Every request is read whole before it is
@@ -61,7 +62,7 @@ func Handler(d Daemon) http.Handler {
 	mux.HandleFunc("POST /v1/extensions/{name}/call", a.call)
 	mux.HandleFunc("POST /v1/extensions/{name}/restart", a.restart)
 	mux.HandleFunc("GET /v1/events", a.events)
-	mux.HandleFunc("GET /v1/work", a.records("work"))
+	routeWork(mux, a)
 	mux.HandleFunc("GET /v1/waits", a.records("wait"))
 	mux.HandleFunc("GET /v1/logs/{name}", a.logs)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)

@@ -130,6 +130,8 @@ type Daemon struct {
 	webhooks *ingressRoutes
 	// webhookAddr is where the webhook listener listens, once it does.
 	webhookAddr atomic.Pointer[string]
+	// changes counts Event and Work changes for GET /v1/changes.
+	changes changeTicker
 
 	// engine routes Events to Work, fires timers and takes ingress in.
 	engine *engine.Engine

@@ -145,6 +145,17 @@ func (d *Daemon) eventsPage(q client.EventsQuery, limit int) (client.Events, err
 		for _, e := range es {
 			res.Events = append(res.Events, e.Wire())
 			res.Next = e.Seq
+			if e.Scope == "" {
+				continue
+			}
+			dec, found, err := r.RouteDecision(e.ID)
+			if err != nil {
+				return err
+			}
+			if res.Routes == nil {
+				res.Routes = map[string]client.EventRoute{}
+			}
+			res.Routes[e.ID] = routeSummary(dec, found)
 		}
 		res.Latest, err = r.LatestSequence()
 		return err
