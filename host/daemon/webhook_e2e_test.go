@@ -91,7 +91,7 @@ func hookEvents(t *testing.T, e *daemontest.Env) []protocol.Event {
 	return out
 }
 
-func TestRealBinarySignedWebhookIsAcceptedOnceAndABadSignatureNothing(t *testing.T) {
+func TestRealBinarySignedWebhookMakesWorkOnceAndABadSignatureNothing(t *testing.T) {
 	e, base := startWebhooks(t)
 	body := `{"issue":{"id":136,"title":"The export fails"}}`
 	sig := webhook.Sign(hookSecret, []byte(body))
@@ -129,6 +129,20 @@ func TestRealBinarySignedWebhookIsAcceptedOnceAndABadSignatureNothing(t *testing
 	}
 	if evs := hookEvents(t, e); len(evs) != 2 {
 		t.Fatalf("after a replay and a second delivery the log holds %d webhook Events, want 2", len(evs))
+	}
+
+	// The route made one standing Work for key 136, titled from the body,
+	// and the second delivery of that key joined it.
+	var works client.WorkList
+	e.Eventually("both deliveries routed to one Work", func() bool {
+		var err error
+		works, err = e.C.Works(context.Background(), client.WorkQuery{Scope: "acme"})
+		return err == nil && len(works.Work) == 1 && len(works.Work[0].Inputs) == 2
+	})
+	w := works.Work[0]
+	if w.Kind != webhook.ItemKind || w.Display == nil || w.Display.Title != "The export fails" ||
+		strings.Join(w.Keys, ",") != webhook.KeyPrefix+"136" {
+		t.Fatalf("the webhook Work: %+v", w)
 	}
 
 	// A path nobody registered.
