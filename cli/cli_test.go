@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/extensions"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -22,7 +23,7 @@ func run(args ...string) (code int, stdout, stderr string) {
 // each, and no shared flag the command does not take.
 var commandFlags = map[string][]string{
 	"":                   nil,
-	"serve":              {"config", "state", "log-level", "log-format"},
+	"serve":              {"config", "state", "log-level", "log-format", "webhook-addr"},
 	"status":             {"state", "json"},
 	"extension":          nil,
 	"extension new":      {"json", "dir", "module", "replace"},
@@ -174,7 +175,7 @@ func TestExtensionRunPrintsAValidManifest(t *testing.T) {
 		t.Fatalf("manifest %+v", m)
 	}
 	code, out, _ = run("extension-run")
-	if code != 0 || strings.TrimSpace(out) != "hello\nschedule" {
+	if code != 0 || strings.TrimSpace(out) != strings.Join(extensions.Names(), "\n") {
 		t.Fatalf("listing: %d %q", code, out)
 	}
 }

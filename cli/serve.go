@@ -23,6 +23,7 @@ var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.Lev
 func serveCommand() *command {
 	var level, format string
 	var acceptLoss bool
+	var webhookAddr string
 	return &command{
 		name:  "serve",
 		short: "run the daemon headless",
@@ -37,11 +38,14 @@ func serveCommand() *command {
 			"repeated within 10 seconds is counted, not repeated. A state directory that\n" +
 			"ran a store refuses to start on one that is missing, empty, or lost\n" +
 			"acknowledged commits, saying why, until restored from a backup or accepted\n" +
-			"with --accept-store-loss.",
+			"with --accept-store-loss. Packages' webhooks are served on --webhook-addr,\n" +
+			"loopback on a port the system picks unless you name another address; status\n" +
+			"shows where.",
 		state: true, config: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&level, "log-level", "info", "the least severe log lines written: debug, info, warn or error")
 			fs.StringVar(&format, "log-format", "text", "the log's form: text (key=value) or json (an object a line)")
+			fs.StringVar(&webhookAddr, "webhook-addr", "", "host:port the webhook listener serves packages' webhook paths on (default 127.0.0.1 on a port the system picks); an address that is not loopback exposes them to whoever reaches it")
 			fs.BoolVar(&acceptLoss, "accept-store-loss", false, "start on the store as it is although it lost what this state directory recorded (missing or empty, another store, or fewer commits than were acknowledged), instead of refusing; for one start, as the record then follows the store")
 		},
 		run: func(r *runner, _ []string) error {
@@ -62,7 +66,7 @@ func serveCommand() *command {
 			d, err := daemon.Start(r.ctx, daemon.Options{
 				StateDir: r.place.State, ConfigFile: r.place.ConfigFile, ConfigNamed: r.place.Named,
 				Bundled: bundledDir(), Served: served(), Version: Version, Logger: logger,
-				AcceptStoreLoss: acceptLoss,
+				AcceptStoreLoss: acceptLoss, WebhookAddr: webhookAddr,
 			})
 			if err != nil {
 				return err

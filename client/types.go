@@ -39,6 +39,9 @@ type Status struct {
 	// Extensions counts the packages, and Running those that serve.
 	Extensions int `json:"extensions"`
 	Running    int `json:"running"`
+	// Webhooks is the address the webhook listener listens on ("" while
+	// it does not).
+	Webhooks string `json:"webhooks,omitempty"`
 }
 
 // Extension is one package in GET /v1/extensions.

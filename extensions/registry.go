@@ -8,6 +8,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
 	"github.com/open-conduit/open-conduit/extensions/schedule"
+	"github.com/open-conduit/open-conduit/extensions/webhook"
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
@@ -15,6 +16,7 @@ import (
 var Served = map[string]func() *sdk.Extension{
 	hello.Name:    hello.Extension,
 	schedule.Name: schedule.Extension,
+	webhook.Name:  webhook.Extension,
 }
 
 // Names lists the served packages, sorted.

@@ -242,10 +242,10 @@ var catalogue = []Method{
 	served(h2e(MethodValidate, SurfaceConfigTypes, "check a config object of a declared type; refusals say what to change, warnings too", usersAll...)),
 
 	// Ingress.
-	h2e(MethodWebhookHandle, SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...),
-	h2e(MethodIngressPush, SurfaceIngress, "turn one delivery into observations and events", usersIngress...),
+	served(h2e(MethodWebhookHandle, SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...)),
+	served(h2e(MethodIngressPush, SurfaceIngress, "turn one delivery into observations and events", usersIngress...)),
 	h2e(MethodIngressReconcile, SurfaceIngress, "scan a source for one page of observations", usersIngress...),
-	e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL"),
+	served(e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL")),
 
 	// Routing and Work kinds.
 	served(h2e(MethodRouteMatch, SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...)),

@@ -306,6 +306,8 @@ type CheckRunResult struct {
 }
 
 // IngressDeliverParams delivers one input from the extension's own receiver.
+// The host hands it back to the extension's ingress.push as a Delivery
+// whose payload data is Body, which must be JSON.
 type IngressDeliverParams struct {
 	Source      string `json:"source"`
 	DeliveryID  string `json:"delivery_id"`
@@ -313,10 +315,13 @@ type IngressDeliverParams struct {
 	Body        []byte `json:"body"`
 }
 
-// IngressDeliverResult is answered after durable acceptance.
+// IngressDeliverResult is answered after durable acceptance: each drafted
+// Event's ID and whether it was new. Duplicate says none was (the delivery
+// was accepted before).
 type IngressDeliverResult struct {
-	Accepted  bool `json:"accepted"`
-	Duplicate bool `json:"duplicate,omitzero"`
+	Accepted  bool             `json:"accepted"`
+	Duplicate bool             `json:"duplicate,omitzero"`
+	Events    []EmissionResult `json:"events,omitempty"`
 }
 
 // ArtifactCreateParams opens an artifact writer.

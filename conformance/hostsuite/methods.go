@@ -73,6 +73,7 @@ var servedAnswers = map[string]*protocol.Error{
 	protocol.MethodSecretResolve:   protocol.ErrUnauthorized,
 	protocol.MethodTimerArm:        protocol.ErrInvalid, // no id
 	protocol.MethodTimerCancel:     protocol.ErrInvalid,
+	protocol.MethodIngressDeliver:  protocol.ErrUnauthorized, // no source is the extension's
 }
 
 // extensionToHost is every catalogued extension-to-host method.

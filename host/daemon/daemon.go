@@ -91,6 +91,10 @@ type Options struct {
 	// commits than acknowledged), instead of refusing the start. The
 	// record is then reset to that store, so it is for one start.
 	AcceptStoreLoss bool
+	// WebhookAddr is where the webhook listener listens (default
+	// engine.DefaultWebhookAddr: loopback, a port the system picks). It is
+	// taken as the operator gave it.
+	WebhookAddr string
 }
 
 // Daemon is a running open-conduit serve. Its methods are safe for
@@ -121,6 +125,11 @@ type Daemon struct {
 	// events is closed and replaced each time the log grows, for long
 	// polls.
 	events eventsSignal
+	// webhooks is what each package's last configure registered: its
+	// webhook paths and sources, for the engine's ingress.
+	webhooks *ingressRoutes
+	// webhookAddr is where the webhook listener listens, once it does.
+	webhookAddr atomic.Pointer[string]
 	// changes counts Event and Work changes for GET /v1/changes.
 	changes changeTicker
 
@@ -174,6 +183,7 @@ func newDaemon(opts Options) (*Daemon, error) {
 		started: time.Now(),
 		closed:  make(chan struct{}),
 	}
+	d.webhooks = newIngressRoutes()
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.setPhase(client.PhaseStarting)
 	d.pkgs.exts = map[string]*extension{}
@@ -203,6 +213,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.newEngine()
+	if err := d.listenWebhooks(); err != nil {
+		return err
+	}
 	pkgs, err := d.discover()
 	if err != nil {
 		return err

@@ -26,6 +26,9 @@ func (d *Daemon) Status() client.Status {
 	if g := d.gen.Load(); g != nil {
 		st.Config, st.Generation, st.Hash = sourceName(g.Source), g.ID, g.Hash
 	}
+	if a := d.webhookAddr.Load(); a != nil {
+		st.Webhooks = *a
+	}
 	for _, x := range d.pkgs.list() {
 		st.Extensions++
 		if d.pkgs.running(x) != nil {

@@ -66,6 +66,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Accepted:   d.accepted,
 		// Arming or cancelling a timer wakes the scheduler.
 		TimersChanged: d.timersChanged,
+		Deliver:       d.deliver,
 	})
 	dir := pkg.Dir
 	if dir == "" {
@@ -81,7 +82,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		HostInfo:         protocol.HostInfo{Name: "open-conduit", Version: d.opts.Version},
 		Initialize:       protocol.InitializeParams{ConfigDir: d.dirs.Config},
 		Configure:        func() protocol.ConfigureParams { return d.configureParams(m) },
-		Configured:       func(p protocol.ConfigureParams, _ protocol.ConfigureResult) { d.recordLayout(m, p) },
+		Configured:       d.configured(m),
 		Logger:           d.logger,
 		Backoff:          d.opts.Backoff,
 		HandshakeTimeout: d.opts.HandshakeTimeout,
@@ -179,6 +180,7 @@ func (d *Daemon) removeOne(x *extension) {
 	defer x.op.Unlock()
 	d.pkgs.stop(d.ctx, x)
 	d.pkgs.drop(x)
+	d.webhooks.drop(x.name)
 	d.logger.Info("package removed: stopped", "extension", x.name)
 }
 

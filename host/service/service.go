@@ -39,6 +39,10 @@ type Deps struct {
 	// TimersChanged is told when the extension armed or cancelled a timer,
 	// so the scheduler wakes (nil: nothing).
 	TimersChanged func()
+	// Deliver takes a delivery from the extension's own receiver to the
+	// engine, which accepts its Events durably before it returns (nil:
+	// ingress.deliver answers unavailable).
+	Deliver func(ctx context.Context, extension string, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error)
 }
 
 // Service serves one extension.
@@ -83,6 +87,7 @@ func (s *Service) Table() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.SecretResolve, s.secretResolve)
 	jsonrpc.Serve(t, protocol.TimerArm, s.timerArm)
 	jsonrpc.Serve(t, protocol.TimerCancel, s.timerCancel)
+	jsonrpc.Serve(t, protocol.IngressDeliver, s.ingressDeliver)
 	return t
 }
 

@@ -85,7 +85,7 @@ func WithSecrets(scope string, secrets map[string]string) Option {
 	}
 }
 
-// WithTransportMethods also serves artifact.* and ingress.deliver, which
+// WithTransportMethods also serves artifact.*, which
 // the daemon does not serve yet: for tests of the wire transport (chunked
 // uploads, extension-initiated requests), never for testing a package,
 // since the daemon answers those methods unsupported.
@@ -132,12 +132,12 @@ func (h *Host) newTable() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.EventAccept, h.eventAccept)
 	jsonrpc.Serve(t, protocol.SecretResolve, h.secretResolve)
 	h.serveTimers(t)
+	jsonrpc.Serve(t, protocol.IngressDeliver, h.deliver)
 	if h.transport {
 		jsonrpc.Serve(t, protocol.ArtifactCreate, h.artifactCreate)
 		jsonrpc.Serve(t, protocol.ArtifactWrite, h.artifactWrite)
 		jsonrpc.Serve(t, protocol.ArtifactCommit, h.artifactCommit)
 		jsonrpc.Serve(t, protocol.ArtifactAbort, h.artifactAbort)
-		jsonrpc.Serve(t, protocol.IngressDeliver, h.deliver)
 	}
 	return t
 }

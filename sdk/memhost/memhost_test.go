@@ -95,7 +95,7 @@ func TestMemhostServesWhatTheCatalogueMarksServed(t *testing.T) {
 	// Negative control: the transport methods are served when asked for,
 	// and they are ones the daemon does not serve.
 	transport := memhost.New("acme", memhost.WithTransportMethods()).Table()
-	for _, name := range []string{protocol.MethodArtifactCreate, protocol.MethodIngressDeliver} {
+	for _, name := range []string{protocol.MethodArtifactCreate, protocol.MethodArtifactCommit} {
 		if !transport.Has(name) || !slices.Contains(unserved, name) {
 			t.Errorf("%s: served WithTransportMethods %v, unserved by the daemon %v", name, transport.Has(name), slices.Contains(unserved, name))
 		}

@@ -1,7 +1,10 @@
 package memhost
 
-// The methods of this file are served only WithTransportMethods: the
-// daemon does not serve them yet.
+// The artifact methods of this file are served only WithTransportMethods:
+// the daemon does not serve them yet. ingress.deliver is always served, with
+// the daemon's rule on the source; it records the delivery (Deliveries)
+// instead of asking the extension's ingress.push for Events, so it takes a
+// body the daemon's ingress.push path would refuse for not being JSON.
 
 import (
 	"bytes"
@@ -120,7 +123,7 @@ func (h *Host) deliver(_ context.Context, p protocol.IngressDeliverParams) (prot
 	return protocol.IngressDeliverResult{Accepted: true}, nil
 }
 
-// Deliveries returns every accepted delivery (WithTransportMethods).
+// Deliveries returns every accepted delivery.
 func (h *Host) Deliveries() []protocol.IngressDeliverParams {
 	h.mu.Lock()
 	defer h.mu.Unlock()
