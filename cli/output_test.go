@@ -100,10 +100,11 @@ func TestEventsMoreHintKeepsEveryFlagGiven(t *testing.T) {
 func TestStatusSaysPhaseUptimeConfigAndPackages(t *testing.T) {
 	started := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	s := client.Status{Version: "1.2.0", PID: 4242, Started: started, State: "/srv/oc", Phase: client.PhaseRunning,
-		Config: "/etc/oc/config.json", ConfigFile: "/etc/oc/config.json", Generation: 3, Hash: "abc123", Extensions: 3, Running: 2}
+		Config: "/etc/oc/config.json", ConfigFile: "/etc/oc/config.json", Generation: 3, Hash: "abc123", Extensions: 3, Running: 2, Webhooks: "127.0.0.1:8123"}
 	out := printed(t, func(w io.Writer) error { return writeStatus(w, s, started.Add(90*time.Minute+4*time.Second)) })
 	for _, want := range []string{"phase        running", "pid          4242", "uptime       1h30m4s (since ", "state dir    /srv/oc",
-		"config from  /etc/oc/config.json", "config file  /etc/oc/config.json", "generation   3 (hash abc123)", "extensions   2 of 3 running"} {
+		"config from  /etc/oc/config.json", "config file  /etc/oc/config.json", "generation   3 (hash abc123)", "extensions   2 of 3 running",
+		"webhooks     http://127.0.0.1:8123"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

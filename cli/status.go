@@ -48,5 +48,15 @@ func writeStatus(w io.Writer, s client.Status, now time.Time) error {
 	fmt.Fprintf(tw, "config file\t%s\n", dash(s.ConfigFile))
 	fmt.Fprintf(tw, "generation\t%s\n", generation)
 	fmt.Fprintf(tw, "extensions\t%d of %d running\n", s.Running, s.Extensions)
+	fmt.Fprintf(tw, "webhooks\t%s\n", webhookURL(s.Webhooks))
 	return tw.Flush()
+}
+
+// webhookURL is where the webhook listener takes requests, or a dash when
+// it does not listen.
+func webhookURL(addr string) string {
+	if addr == "" {
+		return "-"
+	}
+	return "http://" + addr
 }
