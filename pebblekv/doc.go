@@ -37,6 +37,9 @@
 //	't'     't' due timer-id                         empty (timers by due time)
 //	'R'     'R' event-id                             RouteDecision, JSON
 //	'p'     'p' len(scope) scope seq                 empty (Events whose routing is owed)
+//	'O'     'O' len(source) source len(item) item version   Observation, JSON (an observed identity bound to its envelope)
+//	'X'     'X' len(source) source len(item) item version   ObservationConflict, JSON (an identity refused with another envelope)
+//	'K'     'K' source                               Checkpoint, JSON (a source's last complete reconcile scan)
 //	'm'     'm' "format"                             store layout version, decimal
 //	'm'     'm' "seq"                                latest sequence, 8 bytes big-endian
 //	'm'     'm' "id"                                 the store's identity, 32 hex digits, given at creation

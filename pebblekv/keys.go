@@ -29,6 +29,11 @@ const (
 	famTimerDue    byte = 't'
 	famRouteRec    byte = 'R'
 	famPending     byte = 'p'
+
+	// Reconcile's records (observations.go).
+	famObservation byte = 'O'
+	famObsConflict byte = 'X'
+	famCheckpoint  byte = 'K'
 )
 
 // Meta keys, under famMeta. The store writes each itself; none is reachable

@@ -244,7 +244,7 @@ var catalogue = []Method{
 	// Ingress.
 	served(h2e(MethodWebhookHandle, SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...)),
 	served(h2e(MethodIngressPush, SurfaceIngress, "turn one delivery into observations and events", usersIngress...)),
-	h2e(MethodIngressReconcile, SurfaceIngress, "scan a source for one page of observations", usersIngress...),
+	served(h2e(MethodIngressReconcile, SurfaceIngress, "scan a source for one page of observations", usersIngress...)),
 	served(e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL")),
 
 	// Routing and Work kinds.

@@ -18,6 +18,8 @@ type ingressRoutes struct {
 	byPkg   map[string]protocol.ConfigureResult
 	paths   map[string]string // path → package, rebuilt on every change
 	sources map[string]map[string]bool
+	// registered is each package's sources as configure named them.
+	registered map[string][]protocol.Source
 }
 
 func newIngressRoutes() *ingressRoutes {
@@ -44,7 +46,9 @@ func (r *ingressRoutes) drop(pkg string) {
 func (r *ingressRoutes) rebuild() {
 	paths := map[string]string{}
 	sources := map[string]map[string]bool{}
+	registered := map[string][]protocol.Source{}
 	for pkg, res := range r.byPkg {
+		registered[pkg] = res.Sources
 		for _, p := range res.WebhookPaths {
 			paths[p] = pkg
 		}
@@ -53,7 +57,7 @@ func (r *ingressRoutes) rebuild() {
 			sources[pkg][s.Name] = true
 		}
 	}
-	r.paths, r.sources = paths, sources
+	r.paths, r.sources, r.registered = paths, sources, registered
 }
 
 // WebhookPaths maps each registered webhook path to its package; the map
@@ -62,6 +66,15 @@ func (r *ingressRoutes) WebhookPaths() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.paths
+}
+
+// IngressSources maps each package to the sources its last configure
+// registered, which the engine reconciles; the map is never changed
+// afterwards.
+func (r *ingressRoutes) IngressSources() map[string][]protocol.Source {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.registered
 }
 
 // RegisteredSource reports whether pkg's last configure registered source.

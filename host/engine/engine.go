@@ -79,9 +79,10 @@ type Engine struct {
 	// change, for long polls.
 	changes signal
 
-	router  *router
-	timers  *timers
-	ingress *ingress
+	router    *router
+	timers    *timers
+	ingress   *ingress
+	reconcile *reconciler
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -101,6 +102,7 @@ func New(d Deps) *Engine {
 	e.router = newRouter(e)
 	e.timers = newTimers(e)
 	e.ingress = newIngress(e)
+	e.reconcile = newReconciler(e)
 	return e
 }
 
@@ -112,7 +114,7 @@ func (e *Engine) Start(ctx context.Context) {
 		return
 	}
 	ctx, e.cancel = context.WithCancel(ctx)
-	for _, run := range []func(context.Context){e.router.run, e.timers.run, e.ingress.run} {
+	for _, run := range []func(context.Context){e.router.run, e.timers.run, e.ingress.run, e.reconcile.run} {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
