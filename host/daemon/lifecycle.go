@@ -101,7 +101,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		d.logger.Error("extension not started", "extension", m.Name, "code", protocol.CodeOf(err), "err", err)
 	}
 	if d.Phase() == client.PhaseRunning {
-		tasks.start(d.ctx)
+		tasks.start()
 	}
 }
 

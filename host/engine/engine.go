@@ -82,6 +82,7 @@ type Engine struct {
 	router  *router
 	timers  *timers
 	ingress *ingress
+	jobs    *jobs
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -101,6 +102,7 @@ func New(d Deps) *Engine {
 	e.router = newRouter(e)
 	e.timers = newTimers(e)
 	e.ingress = newIngress(e)
+	e.jobs = newJobs(e)
 	return e
 }
 
