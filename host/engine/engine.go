@@ -158,6 +158,10 @@ func (e *Engine) Notify() {
 	}
 }
 
+// WorkChanged says a Work changed outside the engine (a package cancelled
+// one): Changes' waiters wake. It never blocks.
+func (e *Engine) WorkChanged() { e.changes.broadcast() }
+
 // Changes is closed at the next accepted Event or Work change (a long poll
 // waits on it, then reads what changed, then asks again).
 func (e *Engine) Changes() <-chan struct{} { return e.changes.wait() }
