@@ -332,7 +332,7 @@ var catalogue = []Method{
 	served(e2h(MethodStateScope, SurfaceAlways, "one scope that uses the extension", usersState...)),
 	e2h(MethodStateTimers, SurfaceAlways, "the extension's timers", "SC", "IS"),
 	served(e2h(MethodEventAccept, SurfaceFamilies, "accept a derived Event of an own family with KV records", "GH", "SC", "IS")),
-	e2h(MethodWorkCancel, SurfaceWorkKinds, "cancel Work of an own kind", "IS"),
+	served(e2h(MethodWorkCancel, SurfaceWorkKinds, "cancel Work of an own kind", "IS")),
 	e2h(MethodArtifactCreate, SurfaceAlways, "open an artifact writer", "SH", "CC"),
 	e2h(MethodArtifactWrite, SurfaceAlways, "write one acknowledged chunk (at most 256 KiB)", "SH", "CC"),
 	e2h(MethodArtifactCommit, SurfaceAlways, "commit an artifact", "SH", "CC"),

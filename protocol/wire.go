@@ -282,9 +282,22 @@ type TaskRunResult struct{}
 
 // CheckRunParams runs one declared doctor check.
 type CheckRunParams struct {
-	Check  string         `json:"check"`
-	Deep   bool           `json:"deep,omitzero"`
-	Config jsontext.Value `json:"config,omitzero"`
+	Check string `json:"check"`
+	Deep  bool   `json:"deep,omitzero"`
+	// Config is the extension's read-only view of the live configuration,
+	// so a check can judge how the configuration uses it.
+	Config *CheckConfig `json:"config,omitempty"`
+}
+
+// CheckConfig is what a doctor check sees of the live configuration: the
+// config file's directory (for relative paths), each enabled scope that
+// uses the extension (its own entries with their config, the scope's routes
+// and bindings), and the connections of its own types its entries there
+// name, config only. It never carries a secret's value, name or reference.
+type CheckConfig struct {
+	Dir         string       `json:"dir,omitempty"`
+	Scopes      []ScopeView  `json:"scopes,omitempty"`
+	Connections []Connection `json:"connections,omitempty"`
 }
 
 // Check statuses.

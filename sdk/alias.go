@@ -46,6 +46,10 @@ type (
 	ValidateParams = protocol.ValidateParams
 	// ValidateResult accepts an object, with warnings if any.
 	ValidateResult = protocol.ValidateResult
+	// CheckConfig is what a doctor check sees of the live configuration
+	// (Request.Config): the extension's enabled scopes, its own entries,
+	// the routes and bindings there, its connections' config; no secrets.
+	CheckConfig = protocol.CheckConfig
 	// KVItem is one key of a namespace as List returns it.
 	KVItem = protocol.KVItem
 	// KVCommitResult is what a committed batch did: each emission's Event.

@@ -21,4 +21,10 @@ type Request struct {
 	// Name is the operation, task or check being served; empty for the
 	// methods that serve no named surface.
 	Name string
+	// Config is, for a check (check.run), the extension's read-only view
+	// of the live configuration: its enabled scopes with its own entries,
+	// their routes and bindings, and the connections its entries name,
+	// without secrets. Nil for every other method, and when the host sent
+	// none.
+	Config *CheckConfig
 }

@@ -206,7 +206,7 @@ func (s *server) checkRun(ctx context.Context, p protocol.CheckRunParams) (proto
 	if !ok {
 		return protocol.CheckRunResult{}, protocol.Errorf(protocol.ErrUndeclared, "check %q is not declared by %s", p.Check, s.x.Manifest.Name)
 	}
-	detail, err := fn(ctx, &Request{Host: s.host, Method: protocol.MethodCheckRun, Name: p.Check}, p.Deep)
+	detail, err := fn(ctx, &Request{Host: s.host, Method: protocol.MethodCheckRun, Name: p.Check, Config: p.Config}, p.Deep)
 	if err != nil {
 		return protocol.CheckRunResult{Status: protocol.CheckFail, Code: protocol.CodeOf(err), Detail: err.Error()}, nil
 	}

@@ -8,9 +8,9 @@ import (
 )
 
 // MemHost is the in-memory host set up as s describes (its manifest, the
-// scopes' secrets, the entries of a first configure and the seeded Events),
-// with opts after those: the host the suite's memhost runs and its own
-// tests' weakened hosts start from.
+// scopes' secrets, the entries of a first configure, the seeded Events and
+// Work), with opts after those: the host the suite's memhost runs and its
+// own tests' weakened hosts start from.
 func MemHost(tb testing.TB, s Setup, opts ...memhost.Option) *memhost.Host {
 	tb.Helper()
 	opts = append([]memhost.Option{memhost.WithManifest(s.Manifest)}, opts...)
@@ -25,6 +25,9 @@ func MemHost(tb testing.TB, s Setup, opts ...memhost.Option) *memhost.Host {
 		if _, _, err := h.Accept(e); err != nil {
 			tb.Fatal(err)
 		}
+	}
+	for _, w := range s.Works {
+		h.PutWork(w)
 	}
 	return h
 }

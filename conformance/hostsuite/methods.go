@@ -74,6 +74,7 @@ var servedAnswers = map[string]*protocol.Error{
 	protocol.MethodTimerArm:        protocol.ErrInvalid, // no id
 	protocol.MethodTimerCancel:     protocol.ErrInvalid,
 	protocol.MethodIngressDeliver:  protocol.ErrUnauthorized, // no source is the extension's
+	protocol.MethodWorkCancel:      protocol.ErrInvalid,      // no work_id
 }
 
 // extensionToHost is every catalogued extension-to-host method.

@@ -8,7 +8,8 @@
 // (only the extension's scopes, paged), event.accept (derives only, records
 // with a new Event only), secret.resolve (only what its entries select),
 // timer.arm and timer.cancel (its own families, recurrence kinds and
-// scopes only; kept until cancelled), and the answer to every catalogued extension-to-host method: what the
+// scopes only; kept until cancelled), work.cancel (open Work of its own
+// kinds only, wherever it is), and the answer to every catalogued extension-to-host method: what the
 // catalogue marks served reaches its handler, every other method enabled
 // answers unsupported, and one the manifest does not enable undeclared.
 //
@@ -66,6 +67,9 @@ type Setup struct {
 	// Events are accepted, in order, before the extension connects, in
 	// any scope and from any source, as ingress or another extension would.
 	Events []protocol.Emission
+	// Works are held before the extension connects, in any scope and of
+	// any kind, as the router would have created them.
+	Works []protocol.WorkView
 }
 
 // The extension every check runs as, and its scopes.
@@ -149,7 +153,7 @@ type check struct {
 }
 
 // checks is the suite, in the order it runs.
-var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, timerChecks, methodChecks)
+var checks = slices.Concat(kvChecks, emissionChecks, boundsChecks, callbackChecks, stateChecks, timerChecks, workChecks, methodChecks)
 
 // Run runs every check against h, each as a subtest on a fresh host.
 func Run(t *testing.T, h Host) {

@@ -39,16 +39,19 @@ func (d *Daemon) Doctor(ctx context.Context, opts ...client.DoctorOptions) clien
 	for _, v := range exts.Extensions {
 		add(extensionCheck(v))
 	}
+	g := d.gen.Load()
 	for _, x := range d.pkgs.list() {
 		s := d.pkgs.running(x)
 		if s == nil {
 			continue
 		}
-		for _, c := range d.pkgs.snapshot(x).pkg.Manifest.Provides.Checks {
+		m := d.pkgs.snapshot(x).pkg.Manifest
+		view := checkView(g, m)
+		for _, c := range m.Provides.Checks {
 			if c.Deep {
 				continue
 			}
-			add(runCheck(ctx, s, x.name, c.Name))
+			add(runCheck(ctx, s, x.name, protocol.CheckRunParams{Check: c.Name, Config: view}))
 		}
 	}
 	ok := true
@@ -108,11 +111,21 @@ func extensionCheck(v client.Extension) client.Check {
 	return c
 }
 
+// checkView is what package m's checks see of the live generation g (nil
+// before one is live): its projection's view, without secrets.
+func checkView(g *config.Generation, m *protocol.Manifest) *protocol.CheckConfig {
+	if g == nil {
+		return nil
+	}
+	v := g.For(m).CheckConfig(g.Dir)
+	return &v
+}
+
 // runCheck runs one declared check, named as doctor lists it: the check's
 // own name when it is the package's or starts with <package>_ or
 // <package>-, else <package>_<check>.
-func runCheck(ctx context.Context, s *session.Session, pkg, name string) client.Check {
-	c := checkResult(ctx, s, pkg, name)
+func runCheck(ctx context.Context, s *session.Session, pkg string, p protocol.CheckRunParams) client.Check {
+	c := checkResult(ctx, s, pkg, p)
 	if c.Status != protocol.CheckOK {
 		c.Remedy = remedy(c.Code, pkg)
 	}
@@ -120,14 +133,15 @@ func runCheck(ctx context.Context, s *session.Session, pkg, name string) client.
 }
 
 // checkResult is one declared check's answer as doctor shows it.
-func checkResult(ctx context.Context, s *session.Session, pkg, name string) client.Check {
+func checkResult(ctx context.Context, s *session.Session, pkg string, p protocol.CheckRunParams) client.Check {
+	name := p.Check
 	shown := name
 	if name != pkg && !strings.HasPrefix(name, pkg+"_") && !strings.HasPrefix(name, pkg+"-") {
 		shown = pkg + "_" + name
 	}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	r, err := session.Invoke(cctx, s, protocol.CheckRun, protocol.CheckRunParams{Check: name})
+	r, err := session.Invoke(cctx, s, protocol.CheckRun, p)
 	switch {
 	case err != nil:
 		return client.Check{Name: shown, Status: protocol.CheckWarn, Code: protocol.CodeExtensionCheckFailed, Detail: err.Error()}

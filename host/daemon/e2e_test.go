@@ -42,6 +42,11 @@ func TestServeRunsPackagePersistsKVAndDoctorIsHealthy(t *testing.T) {
 	if !daemontest.HasCheck(doc, "probe-ready", "ok") || !daemontest.HasCheck(doc, "extension probe", "ok") {
 		t.Fatalf("doctor lacks the probe's checks: %+v", doc.Checks)
 	}
+	// The check ran on the probe's view of the live configuration: its
+	// scopes, its entry and its connection, not hello's scope.
+	if d := daemontest.CheckDetail(doc, "probe-ready"); !strings.HasSuffix(d, "; config: alpha, alpha/p1, delta, connection api1") {
+		t.Fatalf("the probe's check saw the configuration as %q", d)
+	}
 
 	e.Stop()
 	if _, err := e.C.Status(context.Background()); !errors.Is(err, client.ErrNoDaemon) {

@@ -33,6 +33,14 @@ func (d *Daemon) accepted(uint64) {
 	d.engine.Notify()
 }
 
+// workChanged is what a package's service calls after it changed a Work
+// (work.cancel): the operator's long polls wake.
+func (d *Daemon) workChanged() {
+	if d.engine != nil {
+		d.engine.WorkChanged()
+	}
+}
+
 // stopEngine ends the engine's loops before the packages and the store
 // close, so no routing is cut off halfway by a closing store.
 func (d *Daemon) stopEngine(ctx context.Context) {

@@ -67,6 +67,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		// Arming or cancelling a timer wakes the scheduler.
 		TimersChanged: d.timersChanged,
 		Deliver:       d.deliver,
+		WorkChanged:   d.workChanged,
 	})
 	dir := pkg.Dir
 	if dir == "" {
@@ -101,7 +102,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		d.logger.Error("extension not started", "extension", m.Name, "code", protocol.CodeOf(err), "err", err)
 	}
 	if d.Phase() == client.PhaseRunning {
-		tasks.start(d.ctx)
+		tasks.start()
 	}
 }
 

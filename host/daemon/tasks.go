@@ -10,18 +10,20 @@ import (
 	"github.com/open-conduit/open-conduit/session"
 )
 
-// taskRunner runs one package's declared tasks at their intervals, from
-// when the configuration is live until the package is stopped or replaced.
+// taskRunner runs one package's declared tasks at their intervals on the
+// engine's scheduler and clock (the one that fires timers), from when the
+// configuration is live until the package is stopped or replaced. A task
+// of a package that is not running (stopped, restarting) is answered
+// unavailable; that run is counted with its error, so the operator sees it.
 type taskRunner struct {
 	d       *Daemon
 	name    string
 	session *session.Session
 	tasks   []protocol.Task
 
-	mu      sync.Mutex
-	state   map[string]*taskState
-	cancel  context.CancelFunc
-	running sync.WaitGroup
+	mu    sync.Mutex
+	state map[string]*taskState
+	stops []func()
 }
 
 // taskState is what the operator sees of one declared task.
@@ -43,69 +45,57 @@ func newTaskRunner(d *Daemon, name string, s *session.Session, tasks []protocol.
 func (d *Daemon) startTasks() {
 	for _, x := range d.pkgs.list() {
 		if t := d.pkgs.snapshot(x).tasks; t != nil {
-			t.start(d.ctx)
+			t.start()
 		}
 	}
 }
 
-// start runs each task at its interval until stop. A run is bounded by
-// its interval, so a hung pass never piles up. Starting twice is a no-op.
-func (r *taskRunner) start(ctx context.Context) {
+// start asks the engine to run each task every interval (a run bounded by
+// it, so a hung pass never piles up) until stop. Starting twice is a
+// no-op.
+func (r *taskRunner) start() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cancel != nil {
+	if r.stops != nil {
 		return
 	}
-	ctx, r.cancel = context.WithCancel(ctx)
+	r.stops = []func(){}
 	for _, t := range r.tasks {
 		every := time.Duration(t.IntervalSeconds) * time.Second
-		r.running.Add(1)
-		go func() {
-			defer r.running.Done()
-			tick := time.NewTicker(every)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				r.run(ctx, t.Name, every)
-			}
-		}()
+		stop := r.d.engine.Every(r.name+"/"+t.Name, every, func(ctx context.Context) error {
+			return r.run(ctx, t.Name)
+		})
+		r.stops = append(r.stops, stop)
 	}
 }
 
-func (r *taskRunner) run(ctx context.Context, task string, every time.Duration) {
-	rctx, cancel := context.WithTimeout(ctx, every)
-	_, err := session.Invoke(rctx, r.session, protocol.TaskRun, protocol.TaskRunParams{Task: task})
-	cancel()
-	if ctx.Err() != nil {
-		return
-	}
-	if err != nil {
-		r.d.logger.Warn("task failed", "extension", r.name, "task", task, "err", err)
+// run runs one pass of task and records it; a pass cut off because the
+// task was stopped is not recorded.
+func (r *taskRunner) run(ctx context.Context, task string) error {
+	_, err := session.Invoke(ctx, r.session, protocol.TaskRun, protocol.TaskRunParams{Task: task})
+	if err != nil && ctx.Err() == context.Canceled {
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.state[task]
 	st.runs++
-	st.lastRun = time.Now()
+	st.lastRun = r.d.engine.Now()
 	st.lastErr = ""
 	if err != nil {
 		st.lastErr = err.Error()
 	}
+	return err
 }
 
 // stop ends the tasks and waits for a run in progress.
 func (r *taskRunner) stop() {
 	r.mu.Lock()
-	cancel := r.cancel
+	stops := r.stops
 	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	for _, stop := range stops {
+		stop()
 	}
-	r.running.Wait()
 }
 
 // views are the tasks as the operator sees them.

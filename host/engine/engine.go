@@ -83,6 +83,7 @@ type Engine struct {
 	timers    *timers
 	ingress   *ingress
 	reconcile *reconciler
+	jobs      *jobs
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -103,6 +104,7 @@ func New(d Deps) *Engine {
 	e.timers = newTimers(e)
 	e.ingress = newIngress(e)
 	e.reconcile = newReconciler(e)
+	e.jobs = newJobs(e)
 	return e
 }
 
@@ -157,6 +159,10 @@ func (e *Engine) Notify() {
 		e.d.Accepted()
 	}
 }
+
+// WorkChanged says a Work changed outside the engine (a package cancelled
+// one): Changes' waiters wake. It never blocks.
+func (e *Engine) WorkChanged() { e.changes.broadcast() }
 
 // Changes is closed at the next accepted Event or Work change (a long poll
 // waits on it, then reads what changed, then asks again).

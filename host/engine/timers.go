@@ -48,9 +48,9 @@ func newTimers(e *Engine) *timers {
 	return &timers{e: e, wake: make(chan struct{}, 1), backoff: map[string]timerRetry{}}
 }
 
-// TimersChanged says a timer was armed or cancelled: the scheduler looks at
-// the store now rather than sleeping to a due time that may have moved. It
-// never blocks.
+// TimersChanged says a timer was armed or cancelled (or a job added): the
+// scheduler looks again now rather than sleeping to a due time that may
+// have moved. It never blocks.
 func (e *Engine) TimersChanged() {
 	select {
 	case e.timers.wake <- struct{}{}:
@@ -58,11 +58,15 @@ func (e *Engine) TimersChanged() {
 	}
 }
 
-// run fires due timers until ctx ends, sleeping until the next due time, a
-// retry, a change, or the idle backstop, whichever comes first.
+// run fires due timers and starts due jobs (Every) until ctx ends,
+// sleeping until the next due time, a retry, a change, or the idle
+// backstop, whichever comes first.
 func (t *timers) run(ctx context.Context) {
 	for {
 		next := t.pass(ctx)
+		if due, ok := t.e.jobs.dispatch(ctx, t.e.d.Clock.Now()); ok && due.Before(next) {
+			next = due
+		}
 		wait := max(next.Sub(t.e.d.Clock.Now()), 0)
 		select {
 		case <-ctx.Done():

@@ -16,7 +16,7 @@ import (
 
 // daemonHost serves the suite's extension as the daemon does: its service
 // over a real Pebble store in a temporary directory, holding s's Events,
-// configured so s's entries are the extension's (each selecting its scope's
+// and s's Work, configured so s's entries are the extension's (each selecting its scope's
 // secrets, kept in files as an operator keeps them), behind the callback
 // rules the session applies.
 func daemonHost(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
@@ -27,6 +27,12 @@ func daemonHost(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
 		for _, e := range s.Events {
 			in := pebblekv.EventInput{Scope: e.Scope, Source: e.Source, Type: e.Type, DeliveryID: e.DeliveryID, Parent: e.Parent, Payload: e.Payload}
 			if _, _, err := tx.Accept(in, pebblekv.Limits{}); err != nil {
+				return err
+			}
+		}
+		for _, w := range s.Works {
+			rec := pebblekv.Work{ID: w.ID, Scope: w.Scope, Kind: w.Kind, Keys: w.Keys, State: w.State}
+			if err := tx.PutWork(rec); err != nil {
 				return err
 			}
 		}

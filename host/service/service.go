@@ -43,6 +43,9 @@ type Deps struct {
 	// engine, which accepts its Events durably before it returns (nil:
 	// ingress.deliver answers unavailable).
 	Deliver func(ctx context.Context, extension string, p protocol.IngressDeliverParams) (protocol.IngressDeliverResult, error)
+	// WorkChanged is told when the extension cancelled a Work, so what
+	// follows Work changes wakes (nil: nothing).
+	WorkChanged func()
 }
 
 // Service serves one extension.
@@ -88,6 +91,7 @@ func (s *Service) Table() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.TimerArm, s.timerArm)
 	jsonrpc.Serve(t, protocol.TimerCancel, s.timerCancel)
 	jsonrpc.Serve(t, protocol.IngressDeliver, s.ingressDeliver)
+	jsonrpc.Serve(t, protocol.WorkCancel, s.workCancel)
 	return t
 }
 

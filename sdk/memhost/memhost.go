@@ -1,6 +1,6 @@
 // Package memhost is an in-memory host service for one extension: the host
 // side of every extension-to-host method the daemon serves (kv.*, state.*,
-// event.accept, secret.resolve, timer.arm and timer.cancel), answering as the daemon does (the same
+// event.accept, secret.resolve, timer.arm, timer.cancel and work.cancel), answering as the daemon does (the same
 // protocol rules for kv.commit, emissions and callbacks), with no store.
 // sdktest serves extensions against it; so does anything that needs the
 // host side of the protocol without a daemon.
@@ -30,9 +30,10 @@ import (
 // families and sources, current schemas, configured scopes, dedupe by
 // source and delivery ID, parents in the same scope), the state reads of
 // that log and of the configured scopes, and secret.resolve of the secrets
-// its entries select. It does not enforce causal limits, has no Work (so
-// state.work_events answers empty pages) and configures no connections. It
-// is safe for concurrent use.
+// its entries select, and work.cancel of the Work a test seeds (PutWork). It
+// does not enforce causal limits, routes nothing (so state.work_events
+// answers empty pages) and configures no connections. It is safe for
+// concurrent use.
 type Host struct {
 	name      string
 	m         *protocol.Manifest
@@ -55,6 +56,7 @@ type Host struct {
 	nextID     int
 	deliveries []protocol.IngressDeliverParams
 	timers     map[string]protocol.TimerArmParams
+	works      map[string]Work
 }
 
 // Option configures a Host.
@@ -133,6 +135,7 @@ func (h *Host) newTable() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.SecretResolve, h.secretResolve)
 	h.serveTimers(t)
 	jsonrpc.Serve(t, protocol.IngressDeliver, h.deliver)
+	jsonrpc.Serve(t, protocol.WorkCancel, h.workCancel)
 	if h.transport {
 		jsonrpc.Serve(t, protocol.ArtifactCreate, h.artifactCreate)
 		jsonrpc.Serve(t, protocol.ArtifactWrite, h.artifactWrite)

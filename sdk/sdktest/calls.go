@@ -46,10 +46,41 @@ func (h *Harness) RunTask(ctx context.Context, task string) error {
 	return err
 }
 
-// Check runs a declared doctor check. A check that fails answers a result
-// with its status and detail, not an error.
+// Check runs a declared doctor check, with the configuration view the
+// daemon would hand it (Request.Config): each scope of the harness's
+// enabled entries (WithEntries, WithConfigure) and its WithScopes, with
+// those entries, and the connections of the first configure without
+// their secrets. A check that fails answers a result with its status and
+// detail, not an error.
 func (h *Harness) Check(ctx context.Context, check string) (protocol.CheckRunResult, error) {
-	return invoke(h, ctx, protocol.CheckRun, check, protocol.CheckRunParams{Check: check})
+	return invoke(h, ctx, protocol.CheckRun, check, protocol.CheckRunParams{Check: check, Config: h.checkView})
+}
+
+// checkView is the configuration view cfg describes, as the daemon builds
+// it from a configuration.
+func checkView(cfg *config) *protocol.CheckConfig {
+	v := &protocol.CheckConfig{}
+	index := map[string]int{}
+	scope := func(id string) *protocol.ScopeView {
+		i, ok := index[id]
+		if !ok {
+			i = len(v.Scopes)
+			index[id] = i
+			v.Scopes = append(v.Scopes, protocol.ScopeView{ID: id})
+		}
+		return &v.Scopes[i]
+	}
+	for _, e := range cfg.configure.Entries {
+		sv := scope(e.Scope)
+		sv.Entries = append(sv.Entries, protocol.Entry{Scope: e.Scope, Type: e.Type, Name: e.Name, Config: e.Config, Connection: e.Connection})
+	}
+	for _, id := range cfg.scopes {
+		scope(id)
+	}
+	for _, c := range cfg.configure.Connections {
+		v.Connections = append(v.Connections, protocol.Connection{Name: c.Name, Type: c.Type, Config: c.Config})
+	}
+	return v
 }
 
 // Validate asks the extension to check one config object, as the daemon's

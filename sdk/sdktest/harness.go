@@ -57,6 +57,8 @@ type Harness struct {
 	stateDir string
 	gen      atomic.Int64
 	calls    atomic.Uint64
+	// checkView is what Check hands a check as the configuration.
+	checkView *protocol.CheckConfig
 
 	closeOnce sync.Once
 	closeErr  error
@@ -191,7 +193,8 @@ func Start(ext *sdk.Extension, opts ...Option) (*Harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Harness{ext: ext, host: host, done: make(chan error, 1), auth: cfg.authority, book: &logBook{logf: cfg.logf}, stateDir: dir}
+	h := &Harness{ext: ext, host: host, done: make(chan error, 1), auth: cfg.authority, book: &logBook{logf: cfg.logf}, stateDir: dir,
+		checkView: checkView(&cfg)}
 	if err := h.serve(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
