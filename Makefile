@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/open-conduit
 BENCHTIME ?= 2s
-STORE_BENCH := ./pebblekv/ ./host/service/
+STORE_BENCH := ./pebblekv/ ./host/service/ ./host/engine/
 
 .PHONY: build test lint bench bench-smoke drills
 
