@@ -6,6 +6,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
 )
 
 // newEngine builds the engine on the open store. It starts nothing: the
@@ -58,15 +59,25 @@ type enginePackages struct{ d *Daemon }
 // Call calls method on pkg's running process; a package that is not
 // running answers protocol.ErrUnavailable saying why.
 func (p enginePackages) Call(ctx context.Context, pkg, method string, params, result any) error {
+	s, err := p.session(pkg)
+	if err != nil {
+		return err
+	}
+	return s.Call(ctx, method, params, result)
+}
+
+// session is pkg's running session, or protocol.ErrUnavailable saying why
+// there is none.
+func (p enginePackages) session(pkg string) (*session.Session, error) {
 	x, ok := p.d.pkgs.get(pkg)
 	if !ok {
-		return protocol.Errorf(protocol.ErrUnavailable, "no package %q is installed", pkg)
+		return nil, protocol.Errorf(protocol.ErrUnavailable, "no package %q is installed", pkg)
 	}
 	s := p.d.pkgs.running(x)
 	if s == nil {
-		return protocol.Errorf(protocol.ErrUnavailable, "%v", notRunning(pkg, p.d.pkgs.snapshot(x)))
+		return nil, protocol.Errorf(protocol.ErrUnavailable, "%v", notRunning(pkg, p.d.pkgs.snapshot(x)))
 	}
-	return s.Call(ctx, method, params, result)
+	return s, nil
 }
 
 // Manifest is the manifest of pkg while it runs.

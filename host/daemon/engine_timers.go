@@ -2,21 +2,15 @@ package daemon
 
 import (
 	"context"
-
-	"github.com/open-conduit/open-conduit/protocol"
 )
 
 // CallInTx makes an in-transaction call (recurrence.next) on pkg's running
 // process with the session's in-transaction rules: no wait for a restart,
 // the 250 ms bound, every callback refused meanwhile.
 func (p enginePackages) CallInTx(ctx context.Context, pkg, method string, params, result any) error {
-	x, ok := p.d.pkgs.get(pkg)
-	if !ok {
-		return protocol.Errorf(protocol.ErrUnavailable, "no package %q is installed", pkg)
-	}
-	s := p.d.pkgs.running(x)
-	if s == nil {
-		return protocol.Errorf(protocol.ErrUnavailable, "%v", notRunning(pkg, p.d.pkgs.snapshot(x)))
+	s, err := p.session(pkg)
+	if err != nil {
+		return err
 	}
 	return s.CallInTx(ctx, method, params, result)
 }
