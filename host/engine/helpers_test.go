@@ -182,12 +182,19 @@ type rig struct {
 // newRig starts an engine over scopes, with dryRun as the daemon's.
 func newRig(t *testing.T, pkgs *fakePackages, dryRun bool, scopes ...config.Scope) *rig {
 	t.Helper()
+	return newRigOn(t, pkgs, pkgs, dryRun, scopes...)
+}
+
+// newRigOn is newRig with the engine calling the packages through as,
+// which answers from pkgs.
+func newRigOn(t *testing.T, pkgs *fakePackages, as Packages, dryRun bool, scopes ...config.Scope) *rig {
+	t.Helper()
 	db, err := pebblekv.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{t: t, db: db, pkgs: pkgs, gen: &config.Generation{ID: 1, Config: &config.Config{Scopes: scopes}}}
-	r.e = New(Deps{DB: db, Packages: pkgs, Generation: func() *config.Generation { return r.gen }, DryRun: dryRun,
+	r.e = New(Deps{DB: db, Packages: as, Generation: func() *config.Generation { return r.gen }, DryRun: dryRun,
 		Accepted: func() { r.accepted.Add(1) }})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.e.Start(ctx)

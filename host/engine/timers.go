@@ -257,12 +257,20 @@ type inTxCaller interface {
 
 // callInTx calls recurrence.next on pkg with the in-transaction bound.
 func (t *timers) callInTx(ctx context.Context, pkg string, p protocol.RecurrenceNextParams, res *protocol.RecurrenceNextResult) error {
-	if c, ok := t.e.d.Packages.(inTxCaller); ok {
-		return c.CallInTx(ctx, pkg, protocol.MethodRecurrenceNext, p, res)
+	return t.e.callInTx(ctx, pkg, protocol.MethodRecurrenceNext, p, res)
+}
+
+// callInTx makes one of the in-transaction calls (recurrence.next,
+// work_kind.trigger) on pkg: through the session's in-transaction rules
+// when Packages has them (a plain call is refused for these methods), else
+// a call bounded by the in-transaction deadline.
+func (e *Engine) callInTx(ctx context.Context, pkg, method string, params, res any) error {
+	if c, ok := e.d.Packages.(inTxCaller); ok {
+		return c.CallInTx(ctx, pkg, method, params, res)
 	}
 	ctx, cancel := context.WithTimeout(ctx, protocol.InTransactionDeadlineMillis*time.Millisecond)
 	defer cancel()
-	return t.e.d.Packages.Call(ctx, pkg, protocol.MethodRecurrenceNext, p, res)
+	return e.d.Packages.Call(ctx, pkg, method, params, res)
 }
 
 // checkPayload applies the rules of a payload the owner writes to the one

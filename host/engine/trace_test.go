@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,45 @@ func TestTriggerKindAsksWorkKindTrigger(t *testing.T) {
 	failing := r.accept("s", "sched.fired", map[string]string{"key": "j2", "title": "fail"})
 	if _, w := r.routed(failing); w.Trigger != failing.ID {
 		t.Errorf("fallback trigger %q", w.Trigger)
+	}
+}
+
+// sessionLikePackages answers as the daemon's packages do: a plain call
+// of an in-transaction method is refused, CallInTx makes it.
+type sessionLikePackages struct{ *fakePackages }
+
+func (s sessionLikePackages) Call(ctx context.Context, pkg, method string, params, result any) error {
+	if method == protocol.MethodWorkKindTrigger || method == protocol.MethodRecurrenceNext {
+		return fmt.Errorf("%s is an in-transaction method: use CallInTx", method)
+	}
+	return s.fakePackages.Call(ctx, pkg, method, params, result)
+}
+
+func (s sessionLikePackages) CallInTx(ctx context.Context, pkg, method string, params, result any) error {
+	return s.fakePackages.Call(ctx, pkg, method, params, result)
+}
+
+// TestTriggerGoesThroughTheInTransactionCall: work_kind.trigger is an
+// in-transaction method, which the daemon's sessions refuse as a plain
+// call; the router asks it through CallInTx, so the package is asked.
+func TestTriggerGoesThroughTheInTransactionCall(t *testing.T) {
+	pkgs := newFakePackages()
+	pkgs.declare("sched", []protocol.Route{{Handler: "sched.jobs"}}, protocol.WorkKind{Kind: "job", Trigger: true})
+	pkgs.setMatch("sched.jobs", keyed("sched.fired", "job"))
+	asked := make(chan protocol.WorkKindTriggerParams, 1)
+	pkgs.trigger = func(p protocol.WorkKindTriggerParams) (protocol.WorkKindTriggerResult, error) {
+		asked <- p
+		return protocol.WorkKindTriggerResult{Trigger: p.Inputs[0].ID}, nil
+	}
+	r := newRigOn(t, pkgs, sessionLikePackages{pkgs}, false, config.Scope{ID: "s", Routes: []config.Route{{Handler: "sched.jobs"}}})
+	ev := r.accept("s", "sched.fired", map[string]string{"key": "j"})
+	r.routed(ev)
+	select {
+	case p := <-asked:
+		if p.Kind != "job" || len(p.Inputs) != 1 || p.Inputs[0].ID != ev.ID {
+			t.Errorf("asked %+v", p)
+		}
+	default:
+		t.Fatal("the package was never asked work_kind.trigger: a plain call of an in-transaction method is refused")
 	}
 }

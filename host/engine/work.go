@@ -57,7 +57,7 @@ func (e *Engine) askTrigger(ctx context.Context, v verdicts, p plan, ev pebblekv
 	ctx, cancel := context.WithTimeout(ctx, triggerDeadline)
 	defer cancel()
 	var res protocol.WorkKindTriggerResult
-	err := e.d.Packages.Call(ctx, v.owner, protocol.MethodWorkKindTrigger, protocol.WorkKindTriggerParams{
+	err := e.callInTx(ctx, v.owner, protocol.MethodWorkKindTrigger, protocol.WorkKindTriggerParams{
 		Kind:   v.res.Kind,
 		Work:   protocol.WorkView{ID: p.newID, Scope: ev.Scope, Kind: v.res.Kind, Keys: v.res.Keys, State: pebblekv.WorkPending, Display: p.display},
 		Inputs: []protocol.Event{ev.Wire()},
