@@ -54,16 +54,7 @@ func (r *jobRig) every(name string, d time.Duration) (stop func()) {
 // settle waits until the scheduler has gone to sleep since the call.
 func (r *jobRig) settle() {
 	r.t.Helper()
-	select {
-	case <-r.clock.slept:
-	default:
-	}
-	r.e.TimersChanged()
-	select {
-	case <-r.clock.slept:
-	case <-time.After(30 * time.Second):
-		r.t.Fatal("the scheduler did not go back to sleep within 30s")
-	}
+	r.clock.settle(r.t, r.e)
 }
 
 // advance moves the clock by d and waits for exactly the runs want (in

@@ -267,13 +267,7 @@ func (r *router) route(ctx context.Context, ev pebblekv.Event, fromLog bool) (bo
 		if err != nil {
 			return err
 		}
-		if prev, found, err := tx.RouteDecision(ev.ID); err != nil {
-			return err
-		} else if found {
-			d.Attempts = prev.Attempts
-		}
-		d.Attempts++
-		if err := tx.PutRouteDecision(d); err != nil {
+		if err := putAttempt(tx, d); err != nil {
 			return err
 		}
 		if fromLog {
@@ -288,19 +282,27 @@ func (r *router) route(ctx context.Context, ev pebblekv.Event, fromLog bool) (bo
 	return true, nil
 }
 
+// putAttempt writes d as the Event's newest routing attempt: the count of
+// attempts goes on from the decision it replaces.
+func putAttempt(tx *pebblekv.Tx, d pebblekv.RouteDecision) error {
+	prev, found, err := tx.RouteDecision(d.Event)
+	if err != nil {
+		return err
+	}
+	if found {
+		d.Attempts = prev.Attempts
+	}
+	d.Attempts++
+	return tx.PutRouteDecision(d)
+}
+
 // recordFailure keeps ev pending with its decision failed: each route's
 // verdict so far and the error.
 func (r *router) recordFailure(ev pebblekv.Event, v verdicts, fromLog bool) error {
 	now := r.e.d.Clock.Now()
 	return r.e.d.DB.Update(func(tx *pebblekv.Tx) error {
 		d := pebblekv.RouteDecision{Event: ev.ID, Scope: ev.Scope, State: pebblekv.RouteFailed, Reasons: v.reasons, Updated: now}
-		if prev, found, err := tx.RouteDecision(ev.ID); err != nil {
-			return err
-		} else if found {
-			d.Attempts = prev.Attempts
-		}
-		d.Attempts++
-		if err := tx.PutRouteDecision(d); err != nil {
+		if err := putAttempt(tx, d); err != nil {
 			return err
 		}
 		if !fromLog {

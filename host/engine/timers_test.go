@@ -254,15 +254,22 @@ func (r *schedRig) waitFor(what string, cond func() bool) {
 // has looked at the store as it is now.
 func (r *schedRig) settle() {
 	r.t.Helper()
+	r.clock.settle(r.t, r.e)
+}
+
+// settle wakes e's scheduler and waits until it has gone to sleep on c
+// again.
+func (c *schedClock) settle(t *testing.T, e *Engine) {
+	t.Helper()
 	select {
-	case <-r.clock.slept:
+	case <-c.slept:
 	default:
 	}
-	r.e.TimersChanged()
+	e.TimersChanged()
 	select {
-	case <-r.clock.slept:
+	case <-c.slept:
 	case <-time.After(30 * time.Second):
-		r.t.Fatal("the scheduler did not go back to sleep within 30s")
+		t.Fatal("the scheduler did not go back to sleep within 30s")
 	}
 }
 
