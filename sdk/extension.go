@@ -30,6 +30,10 @@ type Extension struct {
 	methods    map[string]MethodFunc
 	// recurrences are the recurrence kinds' rules (Recurrence).
 	recurrences map[string]RecurrenceFunc
+	// routes are the route handlers' code (RouteHandler).
+	routes map[string]*routeHandler
+	// triggers are the Work kinds' trigger choices (Trigger).
+	triggers map[string]TriggerFunc
 }
 
 // Option sets what New cannot infer: a manifest field, or what the

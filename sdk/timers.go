@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	json "github.com/go-json-experiment/json"
-
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -66,7 +64,7 @@ func (x *Extension) Recurrence(kind string, fn RecurrenceFunc) *Extension {
 	once("Recurrence "+kind, x.recurrences[kind] != nil, fn == nil)
 	if x.recurrences == nil {
 		x.recurrences = make(map[string]RecurrenceFunc)
-		x.Method(protocol.MethodRecurrenceNext, x.recurrenceNext)
+		x.Method(protocol.MethodRecurrenceNext, typed(protocol.MethodRecurrenceNext, x.recurrenceNext))
 	}
 	x.recurrences[kind] = fn
 	x.Manifest.Provides.Recurrences = append(x.Manifest.Provides.Recurrences, protocol.Recurrence{Kind: kind})
@@ -74,21 +72,17 @@ func (x *Extension) Recurrence(kind string, fn RecurrenceFunc) *Extension {
 }
 
 // recurrenceNext dispatches recurrence.next to its kind's function.
-func (x *Extension) recurrenceNext(ctx context.Context, r *Request, params []byte) (any, error) {
-	var p RecurrenceNextParams
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, protocol.Errorf(protocol.ErrInvalidParams, "recurrence.next: %v", err)
-	}
+func (x *Extension) recurrenceNext(ctx context.Context, r *Request, p RecurrenceNextParams) (RecurrenceNextResult, error) {
 	fn, ok := x.recurrences[p.Kind]
 	if !ok {
-		return nil, protocol.Errorf(protocol.ErrUndeclared, "recurrence kind %q is not declared by %s", p.Kind, x.Manifest.Name)
+		return RecurrenceNextResult{}, protocol.Errorf(protocol.ErrUndeclared, "recurrence kind %q is not declared by %s", p.Kind, x.Manifest.Name)
 	}
 	res, err := fn(ctx, r, p)
 	if err != nil {
-		return nil, err
+		return RecurrenceNextResult{}, err
 	}
 	if !res.Done && !res.Next.After(p.After) {
-		return nil, fmt.Errorf("recurrence %s: next occurrence %s is not after %s", p.Kind, res.Next, p.After)
+		return RecurrenceNextResult{}, fmt.Errorf("recurrence %s: next occurrence %s is not after %s", p.Kind, res.Next, p.After)
 	}
 	return res, nil
 }

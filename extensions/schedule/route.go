@@ -11,29 +11,6 @@ import (
 	"github.com/open-conduit/open-conduit/sdk"
 )
 
-// methodRouteMatch is the wire method the host asks a route handler with.
-const methodRouteMatch = "route.match"
-
-// matchParams is what the schedule handler reads of route.match's params.
-type matchParams struct {
-	Scope string    `json:"scope_id"`
-	Event sdk.Event `json:"event"`
-}
-
-// matchResult is route.match's answer.
-type matchResult struct {
-	Match   bool     `json:"match"`
-	Reason  string   `json:"reason,omitempty"`
-	Kind    string   `json:"kind,omitempty"`
-	Keys    []string `json:"keys,omitempty"`
-	Display *display `json:"display,omitempty"`
-}
-
-type display struct {
-	Title string `json:"title,omitempty"`
-	Ref   string `json:"ref,omitempty"`
-}
-
 // RunKey is the correlation key of one job run: one Work per occurrence.
 func RunKey(entry, job string, at time.Time) string {
 	return "schedule:" + entry + "/" + job + "/" + at.UTC().Format(time.RFC3339)
@@ -42,25 +19,35 @@ func RunKey(entry, job string, at time.Time) string {
 // routeMatch matches a schedule.fired Event: a timed Work of kind
 // schedule.run, keyed by the run, titled by the job's name. It reads
 // nothing but the Event, so it is free of side effects.
-func routeMatch(_ context.Context, _ *sdk.Request, params []byte) (any, error) {
-	var p matchParams
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, sdk.Errorf(sdk.ErrInvalid, "route.match: %v", err)
-	}
+func routeMatch(_ context.Context, _ *sdk.Request, p sdk.RouteMatchParams) (sdk.RouteMatchResult, error) {
 	if p.Event.Type != Fired {
-		return matchResult{Reason: "schedule matches only " + Fired + " Events"}, nil
+		return sdk.RouteMatchResult{Reason: "schedule matches only " + Fired + " Events"}, nil
 	}
 	var d FiredData
 	if err := json.Unmarshal(p.Event.Payload.Data, &d); err != nil || d.Job == "" || d.ScheduledAt.IsZero() {
-		return matchResult{Reason: "the " + Fired + " Event does not name its job and occurrence"}, nil
+		return sdk.RouteMatchResult{Reason: "the " + Fired + " Event does not name its job and occurrence"}, nil
 	}
-	return matchResult{
+	return sdk.RouteMatchResult{
 		Match:   true,
 		Reason:  fmt.Sprintf("job %s of entry %s, run due at %s", d.Job, d.Entry, d.ScheduledAt.UTC().Format(time.RFC3339)),
 		Kind:    Run,
 		Keys:    []string{RunKey(d.Entry, d.Job, d.ScheduledAt)},
-		Display: &display{Title: d.Job, Ref: d.ScheduledAt.UTC().Format("15:04:05")},
+		Display: &sdk.Display{Title: d.Job, Ref: d.ScheduledAt.UTC().Format("15:04:05")},
 	}, nil
+}
+
+// samples offers a firing of a job named nightly due now, as the host's
+// clock says, so a trace shows what a run would become.
+func samples(_ context.Context, _ *sdk.Request, p sdk.RouteSamplesParams) ([]sdk.RouteSample, error) {
+	at := p.Now.UTC().Truncate(time.Second)
+	data, err := json.Marshal(FiredData{Entry: "sample", Job: "nightly", ScheduledAt: at})
+	if err != nil {
+		return nil, err
+	}
+	return []sdk.RouteSample{{
+		ID: "fired", Title: "job nightly of entry sample, due now",
+		Event: sdk.SampleEvent{Type: Fired, Payload: sdk.Payload{Schema: FiredSchema, Data: data}},
+	}}, nil
 }
 
 // eventsPage is state.events' params and answer, as this package reads

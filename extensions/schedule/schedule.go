@@ -89,10 +89,8 @@ func Extension() *sdk.Extension {
 		Schema(Fired, 1).
 		Recurrence(Cron, next).
 		Task(RunsTask, RunsEvery, countRuns).
-		Method(methodRouteMatch, routeMatch)
-	p := &x.Manifest.Provides
-	p.Routes = append(p.Routes, sdk.Route{Handler: Handler})
-	p.WorkKinds = append(p.WorkKinds, sdk.WorkKind{Kind: Run, Timed: true})
+		RouteHandler(Handler, routeMatch, sdk.Samples(samples)).
+		WorkKind(sdk.WorkKind{Kind: Run, Timed: true})
 	return x
 }
 

@@ -159,7 +159,7 @@ func TestRouteMatchMakesOneTimedWorkPerRun(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got result
-			if err := h.Raw(ctx, "route.match", map[string]any{"scope_id": "s1", "event": c.event}, &got); err != nil {
+			if err := h.Raw(ctx, "route.match", map[string]any{"scope_id": "s1", "route": map[string]any{"index": 0, "handler": schedule.Handler}, "event": c.event}, &got); err != nil {
 				t.Fatal(err)
 			}
 			if got.Match != c.want.Match || got.Kind != c.want.Kind || strings.Join(got.Keys, ",") != strings.Join(c.want.Keys, ",") ||
@@ -167,6 +167,32 @@ func TestRouteMatchMakesOneTimedWorkPerRun(t *testing.T) {
 				t.Fatalf("route.match %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestSamplesAreFiringsDueAtTheHostsNowThatTheRouteMatches: the handler's
+// sample is a firing written as of the host's clock, and the handler
+// matches it, so a trace of it shows a run being made.
+func TestSamplesAreFiringsDueAtTheHostsNowThatTheRouteMatches(t *testing.T) {
+	ctx := context.Background()
+	h := sdktest.New(t, schedule.Extension())
+	now := time.Date(2026, 5, 1, 12, 0, 30, 500, time.UTC)
+	route := protocol.RouteRef{Handler: schedule.Handler}
+	var s protocol.RouteSamplesResult
+	if err := h.Raw(ctx, protocol.MethodRouteSamples, protocol.RouteSamplesParams{Scope: "s1", Route: route, Now: now}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Samples) != 1 {
+		t.Fatalf("samples %+v, want one", s.Samples)
+	}
+	var d schedule.FiredData
+	if err := json.Unmarshal(s.Samples[0].Event.Payload.Data, &d); err != nil || !d.ScheduledAt.Equal(now.Truncate(time.Second)) {
+		t.Errorf("sample %s due %v (%v), want the host's now %v", s.Samples[0].Event.Payload.Data, d.ScheduledAt, err, now)
+	}
+	var m protocol.RouteMatchResult
+	ev := protocol.Event{Scope: "s1", Type: s.Samples[0].Event.Type, Payload: s.Samples[0].Event.Payload}
+	if err := h.Raw(ctx, protocol.MethodRouteMatch, protocol.RouteMatchParams{Scope: "s1", Route: route, Event: ev, Now: now}, &m); err != nil || !m.Match || m.Kind != schedule.Run {
+		t.Errorf("the sample routes to %+v (%v), want a %s match", m, err, schedule.Run)
 	}
 }
 

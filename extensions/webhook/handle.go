@@ -29,18 +29,14 @@ type item struct {
 // connection's secret, then reads its delivery ID, key and title. A bad or
 // missing signature is 401, a body or ID it cannot read 400; either with no
 // delivery, so nothing is accepted.
-func (reg *registry) handle(ctx context.Context, r *sdk.Request, raw []byte) (any, error) {
-	var p protocol.WebhookHandleParams
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, sdk.Errorf(sdk.ErrInvalid, "webhook.handle params: %v", err)
-	}
+func (reg *registry) handle(ctx context.Context, r *sdk.Request, p sdk.WebhookHandleParams) (sdk.WebhookHandleResult, error) {
 	e, ok := reg.lookup(p.Path)
 	if !ok {
 		return protocol.WebhookHandleResult{Status: http.StatusNotFound}, nil
 	}
 	secret, err := e.secret(ctx, r.Host)
 	if err != nil {
-		return nil, err
+		return sdk.WebhookHandleResult{}, err
 	}
 	if secret == "" || !signed(secret, p.Body, header(p.Headers, SignatureHeader)) {
 		return protocol.WebhookHandleResult{Status: http.StatusUnauthorized}, nil
@@ -62,7 +58,7 @@ func (reg *registry) handle(ctx context.Context, r *sdk.Request, raw []byte) (an
 	title, _ := pointerText(body, e.config.TitlePointer)
 	data, err := json.Marshal(item{Scope: e.Scope, Key: key, Title: title, Body: jsontext.Value(p.Body)})
 	if err != nil {
-		return nil, err
+		return sdk.WebhookHandleResult{}, err
 	}
 	return protocol.WebhookHandleResult{Status: http.StatusAccepted, Deliveries: []protocol.Delivery{{
 		Source: e.source, DeliveryID: id, Payload: protocol.Payload{Data: data},
@@ -169,11 +165,7 @@ func pointerText(v any, ptr string) (string, bool) {
 
 // push turns a delivery into its one Event: webhook.received in the
 // entry's scope, with the key, the title and the body.
-func push(_ context.Context, _ *sdk.Request, raw []byte) (any, error) {
-	var d protocol.Delivery
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, sdk.Errorf(sdk.ErrInvalid, "ingress.push params: %v", err)
-	}
+func push(_ context.Context, _ *sdk.Request, d sdk.Delivery) ([]sdk.EventDraft, error) {
 	var it item
 	if err := json.Unmarshal(d.Payload.Data, &it); err != nil || it.Scope == "" || it.Key == "" {
 		return nil, sdk.Errorf(sdk.ErrInvalid, "delivery %q is not one webhook.handle made: its payload names no scope and key", d.DeliveryID)
@@ -184,18 +176,12 @@ func push(_ context.Context, _ *sdk.Request, raw []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return protocol.IngressPushResult{Events: []protocol.EventDraft{{
-		Scope: scope, Type: Received, Payload: protocol.Payload{Schema: ReceivedSchema, Data: data},
-	}}}, nil
+	return []sdk.EventDraft{{Scope: scope, Type: Received, Payload: protocol.Payload{Schema: ReceivedSchema, Data: data}}}, nil
 }
 
 // match routes each webhook.received Event to the standing Work of its key,
 // titled from the body (or the key).
-func match(_ context.Context, _ *sdk.Request, raw []byte) (any, error) {
-	var p protocol.RouteMatchParams
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, sdk.Errorf(sdk.ErrInvalid, "route.match params: %v", err)
-	}
+func match(_ context.Context, _ *sdk.Request, p sdk.RouteMatchParams) (sdk.RouteMatchResult, error) {
 	if p.Event.Type != Received {
 		return protocol.RouteMatchResult{Reason: "webhook matches only " + Received + " Events"}, nil
 	}
@@ -211,6 +197,19 @@ func match(_ context.Context, _ *sdk.Request, raw []byte) (any, error) {
 		Match: true, Reason: "a webhook delivery for key " + it.Key, Kind: ItemKind,
 		Keys: []string{KeyPrefix + it.Key}, Display: &protocol.Display{Title: title},
 	}, nil
+}
+
+// samples offers one delivery per route for a trace: a key with a title,
+// as webhook.handle would have read it from a signed body.
+func samples(_ context.Context, _ *sdk.Request, p sdk.RouteSamplesParams) ([]sdk.RouteSample, error) {
+	data, err := json.Marshal(item{Key: "sample-1", Title: "A sample delivery", Body: jsontext.Value(`{"id":"sample-1"}`)})
+	if err != nil {
+		return nil, err
+	}
+	return []sdk.RouteSample{{
+		ID: "delivery", Title: "a signed delivery for key sample-1",
+		Event: sdk.SampleEvent{Type: Received, Payload: protocol.Payload{Schema: ReceivedSchema, Data: data}},
+	}}, nil
 }
 
 // oneLine makes s one line of at most a display title's bytes, cut at a

@@ -84,21 +84,19 @@ func Extension() *sdk.Extension {
 		Schema(Received, 1).
 		Configure(reg.configure).
 		Validate(validate).
-		Method(protocol.MethodWebhookHandle, reg.handle).
-		Method(protocol.MethodIngressPush, push).
-		Method(protocol.MethodRouteMatch, match)
+		Webhook(reg.handle).
+		Push(push).
+		RouteHandler(Name, match, sdk.Samples(samples)).
+		WorkKind(sdk.WorkKind{Kind: ItemKind, Standing: true})
 	p := &x.Manifest.Provides
 	for i := range p.Extensions {
 		if p.Extensions[i].Type == Name {
 			p.Extensions[i].Ingress, p.Extensions[i].Families = true, []string{Received}
 		}
 	}
-	p.Webhooks = true
 	p.Connections = append(p.Connections, protocol.ConnectionType{Type: ConnectionType, Fields: []protocol.Field{
 		{Name: SecretName, Secret: true, Required: true, Help: "The shared secret senders sign bodies with (HMAC-SHA256)."},
 	}})
-	p.Routes = append(p.Routes, protocol.Route{Handler: Name})
-	p.WorkKinds = append(p.WorkKinds, protocol.WorkKind{Kind: ItemKind, Standing: true})
 	return x
 }
 

@@ -228,3 +228,23 @@ func TestWebhookManifestIsValid(t *testing.T) {
 		t.Errorf("certification.json: %v", err)
 	}
 }
+
+// TestWebhookSampleIsADeliveryTheRouteMatches: the handler offers one
+// sample delivery, and the same handler matches it into the standing Work
+// of its key, so a trace of it shows the Work it would join.
+func TestWebhookSampleIsADeliveryTheRouteMatches(t *testing.T) {
+	h := harness(t)
+	route := protocol.RouteRef{Handler: webhook.Name}
+	var s protocol.RouteSamplesResult
+	if err := h.Raw(context.Background(), protocol.MethodRouteSamples, protocol.RouteSamplesParams{Scope: "acme", Route: route}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Samples) != 1 || s.Samples[0].Event.Type != webhook.Received {
+		t.Fatalf("samples %+v, want one %s", s.Samples, webhook.Received)
+	}
+	ev := protocol.Event{Scope: "acme", Type: s.Samples[0].Event.Type, Payload: s.Samples[0].Event.Payload}
+	var m protocol.RouteMatchResult
+	if err := h.Raw(context.Background(), protocol.MethodRouteMatch, protocol.RouteMatchParams{Scope: "acme", Route: route, Event: ev}, &m); err != nil || !m.Match || strings.Join(m.Keys, ",") != "webhook:sample-1" {
+		t.Errorf("the sample routes to %+v (%v), want the Work of key webhook:sample-1", m, err)
+	}
+}
