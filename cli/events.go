@@ -18,7 +18,7 @@ import (
 const pollWait = 25 * time.Second
 
 func eventsCommand() *command {
-	return &command{name: "events", short: "the event log: list, follow and emit into it", subs: []*command{eventsListCommand(), eventsEmitCommand()}}
+	return &command{name: "events", short: "the event log: list, follow, show and emit into it", subs: []*command{eventsListCommand(), eventsShowCommand(), eventsEmitCommand()}}
 }
 
 func eventsListCommand() *command {

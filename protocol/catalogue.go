@@ -269,7 +269,7 @@ var catalogue = []Method{
 	h2e(MethodTargetResolve, SurfaceTargets, "resolve a wait target of a declared kind", "SC"),
 
 	// Rendering, authority, segments.
-	h2e(MethodEventRender, SurfaceRender, "render an Event of the extension's own families for a prompt", "GH", "SL", "IS"),
+	served(h2e(MethodEventRender, SurfaceRender, "render an Event of the extension's own families for a prompt", "GH", "SL", "IS")),
 	e2h(MethodEventRenderOwned, SurfaceExecutors, "render an Event through the extension that owns its family", "CC"),
 	e2h(MethodScopeAuthorize, SurfaceAlways, "may one of the extension's scopes read or file in another", "GH"),
 	h2e(MethodSegmentEnded, SurfaceSegmentEnd, "a container segment settled; revoke what was issued for it", "GH"),

@@ -4,7 +4,8 @@
 // occurrence, through a durable host timer rearmed by the recurrence kind
 // schedule.cron. Its route handler schedule turns each firing into timed
 // Work of kind schedule.run, one per job run; its task counts each job's
-// runs in its KV. It is built only on the SDK and served by the
+// runs in its KV, and it renders each firing (job, entry, due time) for
+// prompts and operators. It is built only on the SDK and served by the
 // open-conduit binary (open-conduit extension-run schedule).
 package schedule
 
@@ -90,7 +91,8 @@ func Extension() *sdk.Extension {
 		Recurrence(Cron, next).
 		Task(RunsTask, RunsEvery, countRuns).
 		RouteHandler(Handler, routeMatch, sdk.Samples(samples)).
-		WorkKind(sdk.WorkKind{Kind: Run, Timed: true})
+		WorkKind(sdk.WorkKind{Kind: Run, Timed: true}).
+		Render(render)
 	return x
 }
 

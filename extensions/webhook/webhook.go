@@ -5,7 +5,8 @@
 // good signature becomes one webhook.received Event, identified by its
 // delivery ID so a replay is accepted once; a bad or missing signature is
 // 401 and nothing is accepted. Its route handler webhook makes one standing
-// Work of kind webhook.item per correlation key, titled from the body. The
+// Work of kind webhook.item per correlation key, titled from the body, and
+// it renders its Events for prompts and operators: title, key and body. The
 // open-conduit binary serves it (open-conduit extension-run webhook); it is
 // built on the SDK and the protocol's wire types, as a third party would
 // build it.
@@ -87,7 +88,8 @@ func Extension() *sdk.Extension {
 		Webhook(reg.handle).
 		Push(push).
 		RouteHandler(Name, match, sdk.Samples(samples)).
-		WorkKind(sdk.WorkKind{Kind: ItemKind, Standing: true})
+		WorkKind(sdk.WorkKind{Kind: ItemKind, Standing: true}).
+		Render(render)
 	p := &x.Manifest.Provides
 	for i := range p.Extensions {
 		if p.Extensions[i].Type == Name {
