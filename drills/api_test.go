@@ -269,10 +269,13 @@ func apiDescriptorLimited(t *testing.T, limit int) string {
 }
 
 // TestDrillHungValidateIsBoundedPerPackage freezes hello (SIGSTOP: its
-// process lives, and answers nothing) and applies configs at once: one
+// process lives, and answers nothing) and applies two configs in turn: one
 // that hello must validate is refused at hello's entry, naming hello, and
 // one that only needs hello configured is applied, hello refused for not
-// answering; neither waits for the client's timeout. Once hello runs
+// answering; neither waits for the client's timeout. They go one after the
+// other because the daemon applies one config at a time: sent at once, the
+// second could win the race, and hello, already refused for configure,
+// would then be named for that rather than for validate. Once hello runs
 // again, the first config applies.
 func TestDrillHungValidateIsBoundedPerPackage(t *testing.T) {
 	e := daemontest.New(t, bins)
@@ -288,16 +291,11 @@ func TestDrillHungValidateIsBoundedPerPackage(t *testing.T) {
 		a   client.Applied
 		err error
 	}
-	apply := func(text string) <-chan result {
-		ch := make(chan result, 1)
-		go func() {
-			a, err := e.C.ApplyConfig(context.Background(), []byte(text))
-			ch <- result{a, err}
-		}()
-		return ch
+	apply := func(text string) result {
+		a, err := e.C.ApplyConfig(context.Background(), []byte(text))
+		return result{a, err}
 	}
-	first, second := apply(withHello), apply(withoutHello)
-	r := <-first
+	r := apply(withHello)
 	if r.err != nil || r.a.Applied || len(r.a.Problems) != 1 {
 		t.Fatalf("the config hello must validate: %+v %v", r.a, r.err)
 	}
@@ -305,7 +303,7 @@ func TestDrillHungValidateIsBoundedPerPackage(t *testing.T) {
 		!strings.Contains(p.Message, "hello did not answer validate within") || strings.Contains(p.Message, "probe") {
 		t.Errorf("the problem: %+v", p)
 	}
-	r = <-second
+	r = apply(withoutHello)
 	if r.err != nil || !r.a.Applied || len(r.a.Refused) != 1 || r.a.Refused[0].Extension != "hello" || !strings.Contains(r.a.Refused[0].Message, "did not answer configure") {
 		t.Fatalf("the config that needs hello only configured: %+v %v", r.a, r.err)
 	}
