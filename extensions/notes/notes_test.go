@@ -235,10 +235,10 @@ func TestConfigureRegistersEachEntrysPathAndSource(t *testing.T) {
 }
 
 // matched is what route.match answers, as the tests read it.
-func matched(t *testing.T, h *sdktest.Harness, ev protocol.Event, work *protocol.WorkView) protocol.RouteMatchResult {
+func matched(t *testing.T, h *sdktest.Harness, ev protocol.Event) protocol.RouteMatchResult {
 	t.Helper()
 	var res protocol.RouteMatchResult
-	p := protocol.RouteMatchParams{Scope: "s1", Route: protocol.RouteRef{Handler: notes.Name}, Event: ev, Work: work}
+	p := protocol.RouteMatchParams{Scope: "s1", Route: protocol.RouteRef{Handler: notes.Name}, Event: ev}
 	if err := h.Raw(context.Background(), protocol.MethodRouteMatch, p, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -250,31 +250,29 @@ func added(id, thread, text string) protocol.Event {
 	return protocol.Event{ID: "ev-" + id, Type: notes.Added, Payload: protocol.Payload{Schema: notes.AddedSchema, Data: data}}
 }
 
-func TestRouteMatchesANoteIntoItsThreadsWorkCountingItsNotes(t *testing.T) {
+func TestRouteMatchesANoteIntoItsThreadsWork(t *testing.T) {
 	h := sdktest.New(t, notes.Extension())
 	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	digest, _ := json.Marshal(notes.DigestData{Entry: "book", ScheduledAt: at})
-	open := &protocol.WorkView{ID: "w1", Kind: notes.ThreadKind, Display: &protocol.Display{Title: "release", Ref: "2 notes"}}
 	for _, tc := range []struct {
 		name   string
 		event  protocol.Event
-		work   *protocol.WorkView
 		kind   string
 		key    string
 		title  string
 		ref    string
 		reason string
 	}{
-		{"a thread's first note", added("n-1", "release", "hi"), nil, notes.ThreadKind, "notes:release", "release", "1 note", ""},
-		{"a note joining a Work of two", added("n-3", "release", "hi"), open, notes.ThreadKind, "notes:release", "release", "3 notes", ""},
-		{"a digest", protocol.Event{Type: notes.Digest, Payload: protocol.Payload{Schema: notes.DigestSchema, Data: digest}}, nil,
+		{"a note", added("n-1", "release", "hi"), notes.ThreadKind, "notes:release", "release", "", ""},
+		{"a note on another thread", added("n-2", "ops", "!down"), notes.ThreadKind, "notes:ops", "ops", "", ""},
+		{"a digest", protocol.Event{Type: notes.Digest, Payload: protocol.Payload{Schema: notes.DigestSchema, Data: digest}},
 			notes.Digest, "notes-digest:book@2026-11-30T09:00:00Z", "digest of book", "2026-11-30 09:00", ""},
-		{"a note naming no thread", protocol.Event{Type: notes.Added, Payload: protocol.Payload{Data: jsontext.Value(`{"id":"x"}`)}}, nil,
+		{"a note naming no thread", protocol.Event{Type: notes.Added, Payload: protocol.Payload{Data: jsontext.Value(`{"id":"x"}`)}},
 			"", "", "", "", "the notes.added Event names no thread"},
-		{"another family", protocol.Event{Type: "webhook.received"}, nil, "", "", "", "", "notes matches only notes.added and notes.digest Events"},
+		{"another family", protocol.Event{Type: "webhook.received"}, "", "", "", "", "notes matches only notes.added and notes.digest Events"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := matched(t, h, tc.event, tc.work)
+			res := matched(t, h, tc.event)
 			if tc.kind == "" {
 				if res.Match || res.Reason != tc.reason {
 					t.Fatalf("%+v, want no match saying %q", res, tc.reason)
@@ -299,7 +297,7 @@ func TestSamplesAreEventsTheRouteMatches(t *testing.T) {
 	}
 	kinds := map[string]bool{}
 	for _, sm := range s.Samples {
-		res := matched(t, h, protocol.Event{Scope: "s1", Type: sm.Event.Type, Payload: sm.Event.Payload}, nil)
+		res := matched(t, h, protocol.Event{Scope: "s1", Type: sm.Event.Type, Payload: sm.Event.Payload})
 		if !res.Match {
 			t.Fatalf("sample %s does not match: %s", sm.ID, res.Reason)
 		}

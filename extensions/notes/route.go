@@ -3,7 +3,6 @@ package notes
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +31,11 @@ func match(_ context.Context, _ *sdk.Request, p sdk.RouteMatchParams) (sdk.Route
 		}
 		return sdk.RouteMatchResult{
 			Match: true, Reason: "a note on thread " + n.Thread, Kind: ThreadKind,
-			Keys:    []string{KeyPrefix + n.Thread},
-			Display: &sdk.Display{Title: n.Thread, Ref: countRef(noteCount(p.Work) + 1)},
+			Keys: []string{KeyPrefix + n.Thread},
+			// No ref: the count of a thread's notes is the Work's input
+			// count, which route.match is not shown for a Work its keys
+			// reach, and a guess would be written over the display.
+			Display: &sdk.Display{Title: n.Thread},
 		}, nil
 	case Digest:
 		var d DigestData
@@ -48,28 +50,6 @@ func match(_ context.Context, _ *sdk.Request, p sdk.RouteMatchParams) (sdk.Route
 		}, nil
 	}
 	return sdk.RouteMatchResult{Reason: "notes matches only " + Added + " and " + Digest + " Events"}, nil
-}
-
-// noteCount is how many notes the thread's open Work counts in its
-// display's ref, 0 when there is none: the host shows the handler the
-// Work an Event joins, so the count needs no read of its own.
-func noteCount(w *sdk.WorkView) int {
-	if w == nil || w.Kind != ThreadKind || w.Display == nil {
-		return 0
-	}
-	n, err := strconv.Atoi(strings.Fields(w.Display.Ref + " x")[0])
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
-
-// countRef is a thread's ref: its note count.
-func countRef(n int) string {
-	if n == 1 {
-		return "1 note"
-	}
-	return strconv.Itoa(n) + " notes"
 }
 
 // samples offers a note on a thread and a digest due at the host's now,
