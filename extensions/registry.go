@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
+	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/extensions/schedule"
 	"github.com/open-conduit/open-conduit/extensions/webhook"
 	"github.com/open-conduit/open-conduit/sdk"
@@ -15,6 +16,7 @@ import (
 // Served maps each first-party package's name to its constructor.
 var Served = map[string]func() *sdk.Extension{
 	hello.Name:    hello.Extension,
+	notes.Name:    notes.Extension,
 	schedule.Name: schedule.Extension,
 	webhook.Name:  webhook.Extension,
 }
