@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/pebblekv"
@@ -127,4 +128,93 @@ func scopeOf(g *config.Generation, id string) (*config.Scope, bool) {
 		return nil, false
 	}
 	return g.Config.Scope(id)
+}
+
+// displayPick is a display a match gives, within the limits (nil keeps
+// the Work's current one), why another was dropped, and the Work the
+// handler saw when it gave it.
+type displayPick struct {
+	display *protocol.Display
+	refused string
+	seen    *protocol.WorkView
+}
+
+// checkDisplay keeps d when it is within the limits, else says why not.
+func checkDisplay(d *protocol.Display) (*protocol.Display, string) {
+	if d == nil {
+		return nil, ""
+	}
+	if err := d.Check(); err != nil {
+		return nil, err.Error()
+	}
+	return d, ""
+}
+
+// askAgain asks the matching route once more when its keys reach an open
+// Work whose display is not the one its handler saw: a match's display
+// replaces the Work's, so the handler must see the one it replaces (to
+// add a link to what it said before). The second call shows that Work, has
+// the same deadline, and only its display is used; when it fails or does
+// not match, the Work's display is kept and the decision says why. A Work
+// without a display is not asked about again: the handler saw that
+// nothing is there to replace. The builtin manual route is the host's own,
+// and its display replaces the Work's without asking. The error is ctx's.
+func (e *Engine) askAgain(ctx context.Context, ev protocol.Event, v verdicts, p *plan) error {
+	if p.kindErr != nil || len(v.res.Keys) == 0 {
+		return nil
+	}
+	open, err := e.openWork(ev.Scope, v.res.Keys)
+	if err != nil || open == nil || sameDisplay(seenDisplay(p.shown, open.ID), open.Display) {
+		return err
+	}
+	pick := &displayPick{seen: workView(*open)}
+	p.again = pick
+	if v.owner == "" {
+		pick.display, pick.refused = p.display, p.displayRefused
+		return nil
+	}
+	res, _, err := e.ask(ctx, ev.Scope, v.matched, v.route, ev, pick.seen)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		pick.refused = fmt.Sprintf("route %d (%s), asked again seeing Work %s's display, failed, so that display is kept: %v", v.matched, v.route.Handler, open.ID, err)
+	case !res.Match:
+		pick.refused = fmt.Sprintf("route %d (%s), asked again seeing Work %s's display, did not match, so that display is kept", v.matched, v.route.Handler, open.ID)
+	default:
+		pick.display, pick.refused = checkDisplay(res.Display)
+	}
+	return nil
+}
+
+// displayFor is the display joining w applies (nil keeps w's) and why the
+// match's was not applied: the answer given seeing w, or else the match's
+// own, which applies only when the handler saw w's current display (none
+// counts when it saw no Work).
+func (p plan) displayFor(w pebblekv.Work) (*protocol.Display, string) {
+	pick := displayPick{display: p.display, refused: p.displayRefused, seen: p.shown}
+	if p.again != nil && p.again.seen.ID == w.ID {
+		pick = *p.again
+	}
+	if pick.display != nil && !sameDisplay(seenDisplay(pick.seen, w.ID), w.Display) {
+		return nil, fmt.Sprintf("the handler did not see Work %s's current display, so it is kept", w.ID)
+	}
+	return pick.display, pick.refused
+}
+
+// seenDisplay is the display of Work id as seen shows it; nil when seen
+// is another Work or none.
+func seenDisplay(seen *protocol.WorkView, id string) *protocol.Display {
+	if seen == nil || seen.ID != id {
+		return nil
+	}
+	return seen.Display
+}
+
+// sameDisplay says a and b say the same (nil is no display).
+func sameDisplay(a, b *protocol.Display) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Title == b.Title && a.Ref == b.Ref && a.Requester == b.Requester && slices.Equal(a.Links, b.Links)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,174 +25,75 @@ const (
 )
 
 // router routes each accepted Event through its scope's routes, in log
-// order per scope. An Event whose route fails stays pending and is retried
-// with backoff; later Events of its scope queue behind it, so a scope's
-// Events route in order, and other scopes go on.
+// order per scope, each scope on its own. The log reader moves each new
+// Event into its scope's pending set and the cursor past it, in one
+// Update per batch, and queues the scope; one worker per scope with
+// pending Events (at most maxRouteWorkers at once) routes them oldest
+// first. An Event whose route fails stays pending and its scope is retried
+// with backoff; later Events of that scope wait behind it, so a scope's
+// Events route in order, and other scopes go on meanwhile, however slow
+// one scope's routes are.
 type router struct {
 	e *Engine
+	// wg counts the workers: the reader waits for them before it returns.
+	wg sync.WaitGroup
 
 	mu sync.Mutex
 	// held are the scopes whose oldest pending Event waits for a retry.
 	held map[string]hold
+	// active are the scopes a worker routes now; true says new Events
+	// came meanwhile, so the scope is queued again when its turn ends.
+	active map[string]bool
+	// ready queues the scopes waiting for a worker, oldest first; queued
+	// is the same set, for lookups.
+	ready   []string
+	queued  map[string]bool
+	workers int
 }
 
-// hold is when a held scope is retried and its current backoff.
-type hold struct {
-	until   time.Time
-	backoff time.Duration
+func newRouter(e *Engine) *router {
+	return &router{e: e, held: map[string]hold{}, active: map[string]bool{}, queued: map[string]bool{}}
 }
 
-func newRouter(e *Engine) *router { return &router{e: e, held: map[string]hold{}} }
-
+// run reads the log until ctx ends, then waits for the workers. It first
+// queues what a restart left pending, and sweeps again whenever it wakes
+// on the clock (a retry falls due, or the poll backstop).
 func (r *router) run(ctx context.Context) {
+	defer r.wg.Wait()
+	r.sweep(ctx)
 	for {
-		wait := r.pass(ctx)
+		r.readAll(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.e.notify:
-		case <-r.e.d.Clock.After(wait):
+		case <-r.e.d.Clock.After(r.nextWake()):
+			r.sweep(ctx)
 		}
 	}
 }
 
-// pass routes what is owed now: first the pending Events whose retry is
-// due, then the log after the cursor. It returns how long the router may
-// sleep before the next retry falls due.
-func (r *router) pass(ctx context.Context) time.Duration {
-	if err := r.retryPending(ctx); err != nil && ctx.Err() == nil {
-		r.e.d.Logger.Error("routing pending events", "err", err)
-	}
+// readAll takes the log after the cursor, batch by batch, to its end.
+func (r *router) readAll(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := r.readLog(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.e.d.Logger.Error("routing events", "err", err)
+				r.e.d.Logger.Error("reading events to route", "err", err)
 			}
-			break
+			return
 		}
 		if n < routeBatch {
-			break
+			return
 		}
 	}
-	return r.nextWake()
 }
 
-// nextWake is the time to the earliest retry, at most pollInterval.
-func (r *router) nextWake() time.Duration {
-	now := r.e.d.Clock.Now()
-	wait := pollInterval
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, h := range r.held {
-		if d := h.until.Sub(now); d < wait {
-			wait = max(d, 10*time.Millisecond)
-		}
-	}
-	return wait
-}
-
-// isHeld says scope has Events pending, so a new one queues behind them.
-func (r *router) isHeld(scope string) (hold, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h, ok := r.held[scope]
-	return h, ok
-}
-
-// failedOn holds scope with the next backoff.
-func (r *router) failedOn(scope string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.held[scope]
-	h.backoff = min(max(h.backoff*2, retryFirst), retryMax)
-	h.until = r.e.d.Clock.Now().Add(h.backoff)
-	r.held[scope] = h
-}
-
-func (r *router) release(scope string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.held, scope)
-}
-
-// retryPending routes each held scope's pending Events, oldest first,
-// until one fails again or none is left. A scope whose retry is not due
-// yet is left alone. Pending Events found at start (a restart) are due at
-// once.
-func (r *router) retryPending(ctx context.Context) error {
-	var scopes []string
-	if err := r.e.d.DB.View(func(rd *pebblekv.Reader) (err error) {
-		scopes, err = rd.PendingScopes()
-		return err
-	}); err != nil {
-		return err
-	}
-	now := r.e.d.Clock.Now()
-	for _, scope := range scopes {
-		if h, ok := r.isHeld(scope); ok && now.Before(h.until) {
-			continue
-		}
-		if err := r.drainScope(ctx, scope); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// drainScope routes scope's pending Events in order until one fails.
-func (r *router) drainScope(ctx context.Context, scope string) error {
-	for ctx.Err() == nil {
-		var pend []pebblekv.PendingRoute
-		if err := r.e.d.DB.View(func(rd *pebblekv.Reader) (err error) {
-			pend, err = rd.PendingRoutesOf(scope, routeBatch)
-			return err
-		}); err != nil {
-			return err
-		}
-		if len(pend) == 0 {
-			r.release(scope)
-			return nil
-		}
-		for _, p := range pend {
-			ev, found, err := r.eventAt(p.Seq)
-			if err != nil {
-				return err
-			}
-			if !found {
-				if err := r.e.d.DB.Update(func(tx *pebblekv.Tx) error { return tx.DeletePendingRoute(p.Scope, p.Seq) }); err != nil {
-					return err
-				}
-				continue
-			}
-			routed, err := r.route(ctx, ev, false)
-			if err != nil {
-				return err
-			}
-			if !routed {
-				r.failedOn(scope)
-				return nil
-			}
-		}
-	}
-	return ctx.Err()
-}
-
-// eventAt reads the Event at seq.
-func (r *router) eventAt(seq uint64) (pebblekv.Event, bool, error) {
-	var evs []pebblekv.Event
-	err := r.e.d.DB.View(func(rd *pebblekv.Reader) (err error) {
-		evs, err = rd.Events(seq-1, 1)
-		return err
-	})
-	if err != nil || len(evs) == 0 || evs[0].Seq != seq {
-		return pebblekv.Event{}, false, err
-	}
-	return evs[0], true, nil
-}
-
-// readLog routes a batch of the log after the cursor and says how many
-// Events it took.
+// readLog takes a batch of the log after the cursor in one Update: each
+// Event goes into its scope's pending set, its decision pending, and the
+// cursor past it; an Event without a scope is decided at once (it routes
+// nothing). Then the batch's scopes are queued for their workers. It says
+// how many Events it took.
 func (r *router) readLog(ctx context.Context) (int, error) {
 	var evs []pebblekv.Event
 	err := r.e.d.DB.View(func(rd *pebblekv.Reader) error {
@@ -202,49 +104,51 @@ func (r *router) readLog(ctx context.Context) (int, error) {
 		evs, err = rd.Events(cur, routeBatch)
 		return err
 	})
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	var scopes []string
+	unscoped := false
+	now := r.e.d.Clock.Now()
+	err = r.e.d.DB.Update(func(tx *pebblekv.Tx) error {
+		for _, ev := range evs {
+			if ev.Scope == "" {
+				unscoped = true
+				d, err := r.e.decide(ctx, tx, ev, verdicts{matched: -1, refused: reasonNoScope}, plan{})
+				if err != nil {
+					return err
+				}
+				if err := putAttempt(tx, d); err != nil {
+					return err
+				}
+				continue
+			}
+			if !slices.Contains(scopes, ev.Scope) {
+				scopes = append(scopes, ev.Scope)
+			}
+			if err := tx.AddPendingRoute(ev.Scope, ev.Seq); err != nil {
+				return err
+			}
+			if err := tx.PutRouteDecision(pebblekv.RouteDecision{Event: ev.ID, Scope: ev.Scope, State: pebblekv.RoutePending, Updated: now}); err != nil {
+				return err
+			}
+		}
+		return tx.SetRouteCursor(evs[len(evs)-1].Seq)
+	})
 	if err != nil {
 		return 0, err
 	}
-	for i, ev := range evs {
-		if ctx.Err() != nil {
-			return i, ctx.Err()
-		}
-		if _, held := r.isHeld(ev.Scope); held && ev.Scope != "" {
-			if err := r.queue(ev); err != nil {
-				return i, err
-			}
-			continue
-		}
-		routed, err := r.route(ctx, ev, true)
-		if err != nil {
-			return i, err
-		}
-		if !routed {
-			r.failedOn(ev.Scope)
-		}
+	if unscoped {
+		r.e.changes.broadcast()
 	}
+	r.kick(ctx, scopes...)
 	return len(evs), nil
 }
 
-// queue records ev as pending behind its scope's held Events and moves the
-// cursor past it.
-func (r *router) queue(ev pebblekv.Event) error {
-	now := r.e.d.Clock.Now()
-	return r.e.d.DB.Update(func(tx *pebblekv.Tx) error {
-		if err := tx.AddPendingRoute(ev.Scope, ev.Seq); err != nil {
-			return err
-		}
-		if err := tx.PutRouteDecision(pebblekv.RouteDecision{Event: ev.ID, Scope: ev.Scope, State: pebblekv.RoutePending, Updated: now}); err != nil {
-			return err
-		}
-		return tx.SetRouteCursor(ev.Seq)
-	})
-}
-
-// route routes one Event and records the outcome with the cursor (an Event
-// from the log) or the pending set (a retry) in one Update. It says false
-// when a route failed and the Event stays pending; err is the store's.
-func (r *router) route(ctx context.Context, ev pebblekv.Event, fromLog bool) (bool, error) {
+// route routes one pending Event and records the outcome, its Work and its
+// leaving the pending set in one Update. It says false when a route failed
+// and the Event stays pending; err is the store's (or ctx's).
+func (r *router) route(ctx context.Context, ev pebblekv.Event) (bool, error) {
 	wire := ev.Wire()
 	work, err := r.e.namedWork(ev)
 	if err != nil {
@@ -256,22 +160,22 @@ func (r *router) route(ctx context.Context, ev pebblekv.Event, fromLog bool) (bo
 			return false, ctx.Err()
 		}
 		r.e.d.Logger.Warn("route failed; the event stays pending", "event", ev.ID, "scope", ev.Scope, "err", v.failed)
-		return false, r.recordFailure(ev, v, fromLog)
+		return false, r.recordFailure(ev, v)
 	}
-	var plan plan
+	var p plan
 	if v.matched >= 0 {
-		plan = r.e.plan(ctx, ev, v)
+		p = r.e.plan(v, work)
+		if err := r.e.askAgain(ctx, wire, v, &p); err != nil {
+			return false, err
+		}
 	}
 	err = r.e.d.DB.Update(func(tx *pebblekv.Tx) error {
-		d, err := r.e.decide(tx, ev, v, plan)
+		d, err := r.e.decide(ctx, tx, ev, v, p)
 		if err != nil {
 			return err
 		}
 		if err := putAttempt(tx, d); err != nil {
 			return err
-		}
-		if fromLog {
-			return tx.SetRouteCursor(ev.Seq)
 		}
 		return tx.DeletePendingRoute(ev.Scope, ev.Seq)
 	})
@@ -296,22 +200,12 @@ func putAttempt(tx *pebblekv.Tx, d pebblekv.RouteDecision) error {
 	return tx.PutRouteDecision(d)
 }
 
-// recordFailure keeps ev pending with its decision failed: each route's
-// verdict so far and the error.
-func (r *router) recordFailure(ev pebblekv.Event, v verdicts, fromLog bool) error {
+// recordFailure records ev's decision failed: each route's verdict so
+// far and the error. The Event stays in its scope's pending set.
+func (r *router) recordFailure(ev pebblekv.Event, v verdicts) error {
 	now := r.e.d.Clock.Now()
 	return r.e.d.DB.Update(func(tx *pebblekv.Tx) error {
-		d := pebblekv.RouteDecision{Event: ev.ID, Scope: ev.Scope, State: pebblekv.RouteFailed, Reasons: v.reasons, Updated: now}
-		if err := putAttempt(tx, d); err != nil {
-			return err
-		}
-		if !fromLog {
-			return nil
-		}
-		if err := tx.AddPendingRoute(ev.Scope, ev.Seq); err != nil {
-			return err
-		}
-		return tx.SetRouteCursor(ev.Seq)
+		return putAttempt(tx, pebblekv.RouteDecision{Event: ev.ID, Scope: ev.Scope, State: pebblekv.RouteFailed, Reasons: v.reasons, Updated: now})
 	})
 }
 

@@ -18,41 +18,36 @@ import (
 const triggerDeadline = protocol.InTransactionDeadlineMillis * time.Millisecond
 
 // plan is what routing works out of a match before its transaction: the
-// kind's policy, the display it may apply, and for a new Work its ID and
-// trigger.
+// kind's policy, the display it may apply, and for a new Work its ID.
 type plan struct {
 	kind    protocol.WorkKind
 	kindErr error
-	display *protocol.Display
-	// displayRefused says why the match's display was dropped.
+	// display is the match's own display, within the limits (nil keeps
+	// the Work's current one); displayRefused says why it was dropped.
+	display        *protocol.Display
 	displayRefused string
-	newID          string
-	trigger        string
+	// shown is the Work the handler saw when it matched (the one the
+	// Event names); nil for none.
+	shown *protocol.WorkView
+	// again is the display of the route asked once more, seeing the open
+	// Work its keys reach; nil when it was not asked again.
+	again   *displayPick
+	newID   string
+	trigger string
 }
 
-// plan checks a match: its kind against the handler's package, its display
-// against the limits, and for a trigger kind that would create a Work, asks
-// work_kind.trigger (bounded; the first input on any failure).
-func (e *Engine) plan(ctx context.Context, ev pebblekv.Event, v verdicts) plan {
-	p := plan{newID: pebblekv.NewWorkID(), trigger: ev.ID}
+// plan checks a match: its kind against the handler's package and its
+// display against the limits. shown is the Work the handler saw.
+func (e *Engine) plan(v verdicts, shown *protocol.WorkView) plan {
+	p := plan{newID: pebblekv.NewWorkID(), shown: shown}
 	p.kind, p.kindErr = e.policy(v)
-	if d := v.res.Display; d != nil {
-		if err := d.Check(); err != nil {
-			p.displayRefused = err.Error()
-		} else {
-			p.display = d
-		}
-	}
-	if p.kindErr == nil && p.kind.Trigger {
-		if open, _ := e.openWork(ev.Scope, v.res.Keys); open == nil {
-			p.trigger = e.askTrigger(ctx, v, p, ev)
-		}
-	}
+	p.display, p.displayRefused = checkDisplay(v.res.Display)
 	return p
 }
 
-// askTrigger asks the kind's package which input of a new Work is its
-// trigger; any failure, or an answer naming no input, is the first input.
+// askTrigger asks the kind's package, inside the creating transaction,
+// which input of a new Work is its trigger; any failure, or an answer
+// naming no input, is the first input.
 func (e *Engine) askTrigger(ctx context.Context, v verdicts, p plan, ev pebblekv.Event) string {
 	ctx, cancel := context.WithTimeout(ctx, triggerDeadline)
 	defer cancel()
@@ -96,8 +91,10 @@ func findOpen(rd *pebblekv.Reader, scope string, keys []string) (pebblekv.Work, 
 }
 
 // decide writes what a verdict makes of ev in tx: the Work it joins or
-// creates, and the decision to record (the caller writes it).
-func (e *Engine) decide(tx *pebblekv.Tx, ev pebblekv.Event, v verdicts, p plan) (pebblekv.RouteDecision, error) {
+// creates, and the decision to record (the caller writes it). Finding no
+// open Work by key and creating one are this one transaction, and so is a
+// trigger kind's work_kind.trigger for the Work it creates.
+func (e *Engine) decide(ctx context.Context, tx *pebblekv.Tx, ev pebblekv.Event, v verdicts, p plan) (pebblekv.RouteDecision, error) {
 	d := pebblekv.RouteDecision{Event: ev.ID, Scope: ev.Scope, State: pebblekv.RouteUnmatched,
 		Reasons: v.reasons, Updated: e.d.Clock.Now()}
 	switch {
@@ -121,6 +118,7 @@ func (e *Engine) decide(tx *pebblekv.Tx, ev pebblekv.Event, v verdicts, p plan) 
 		return d, err
 	}
 	if found {
+		p.display, d.DisplayRefused = p.displayFor(w)
 		if err := e.join(tx, &w, ev, v, p); err != nil {
 			return d, err
 		}
@@ -130,6 +128,10 @@ func (e *Engine) decide(tx *pebblekv.Tx, ev pebblekv.Event, v verdicts, p plan) 
 				return d, err
 			}
 			return refuse(why)
+		}
+		p.trigger = ev.ID
+		if p.kind.Trigger {
+			p.trigger = e.askTrigger(ctx, v, p, ev)
 		}
 		w = e.newWork(ev, v, p)
 		if err := tx.PutWork(w); err != nil {
