@@ -64,7 +64,7 @@ func (h *Host) setStateDir(dir string) {
 // Call sends any host method by name: the escape hatch for methods this
 // client has no wrapper for yet.
 func (h *Host) Call(ctx context.Context, method string, params, result any) error {
-	return h.conn().Call(ctx, method, params, result)
+	return h.call(ctx, method, params, result)
 }
 
 // Value is a KV read: the bytes and their version, or Found false.
@@ -76,7 +76,7 @@ type Value struct {
 
 // Get reads one key of one of the extension's namespaces.
 func (h *Host) Get(ctx context.Context, namespace, key string) (Value, error) {
-	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.KVGet, protocol.KVGetParams{Namespace: namespace, Key: key})
+	r, err := invoke(ctx, h, protocol.KVGet, protocol.KVGetParams{Namespace: namespace, Key: key})
 	if err != nil {
 		return Value{}, err
 	}
@@ -91,7 +91,7 @@ func (h *Host) List(ctx context.Context, namespace, prefix string) ([]KVItem, er
 	after := ""
 	for {
 		p := protocol.KVListParams{Namespace: namespace, Prefix: prefix, After: after, Limit: protocol.KVMaxList}
-		r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.KVList, p)
+		r, err := invoke(ctx, h, protocol.KVList, p)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func (h *Host) Commit(ctx context.Context, b *Batch) (KVCommitResult, error) {
 	if err := protocol.CheckBounds(b.p); err != nil {
 		return KVCommitResult{}, err
 	}
-	return jsonrpc.Invoke(ctx, h.conn(), protocol.KVCommit, b.p)
+	return invoke(ctx, h, protocol.KVCommit, b.p)
 }
 
 // maxUpdateAttempts bounds Update's retries on conflict.
@@ -205,14 +205,14 @@ func (h *Host) Update(ctx context.Context, namespace, key string,
 // which answers only after accepting it durably: acknowledge upstream only
 // then.
 func (h *Host) Deliver(ctx context.Context, p IngressDeliverParams) (IngressDeliverResult, error) {
-	return jsonrpc.Invoke(ctx, h.conn(), protocol.IngressDeliver, p)
+	return invoke(ctx, h, protocol.IngressDeliver, p)
 }
 
 // Artifact opens an artifact writer: bytes written are sent in acknowledged
 // chunks of at most 256 KiB, so a slow host slows the writer rather than
 // filling memory.
 func (h *Host) Artifact(ctx context.Context, p ArtifactCreateParams) (*ArtifactWriter, error) {
-	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.ArtifactCreate, p)
+	r, err := invoke(ctx, h, protocol.ArtifactCreate, p)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		n := min(len(p), protocol.MaxChunkBytes)
-		_, err := jsonrpc.Invoke(w.ctx, w.h.conn(), protocol.ArtifactWrite,
+		_, err := invoke(w.ctx, w.h, protocol.ArtifactWrite,
 			protocol.ArtifactWriteParams{Artifact: w.id, Offset: w.offset, Data: p[:n]})
 		if err != nil {
 			w.err = fmt.Errorf("artifact %s at %d: %w", w.id, w.offset, err)
@@ -261,13 +261,13 @@ func (w *ArtifactWriter) Commit() (ArtifactCommitResult, error) {
 	if w.err != nil {
 		return ArtifactCommitResult{}, w.err
 	}
-	return jsonrpc.Invoke(w.ctx, w.h.conn(), protocol.ArtifactCommit,
+	return invoke(w.ctx, w.h, protocol.ArtifactCommit,
 		protocol.ArtifactCommitParams{Artifact: w.id, Digest: hex.EncodeToString(w.sum.Sum(nil))})
 }
 
 // Abort abandons the artifact.
 func (w *ArtifactWriter) Abort() error {
-	_, err := jsonrpc.Invoke(context.WithoutCancel(w.ctx), w.h.conn(), protocol.ArtifactAbort,
+	_, err := invoke(context.WithoutCancel(w.ctx), w.h, protocol.ArtifactAbort,
 		protocol.ArtifactAbortParams{Artifact: w.id})
 	return err
 }

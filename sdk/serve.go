@@ -111,7 +111,14 @@ func (s *server) table() *jsonrpc.Table {
 		jsonrpc.Serve(t, protocol.CheckRun, s.checkRun)
 	}
 	for name, fn := range s.x.methods {
+		inTx := false
+		if def, ok := protocol.Lookup(name); ok {
+			inTx = def.InTransaction
+		}
 		t.HandleRaw(name, func(ctx context.Context, params jsontext.Value) (any, error) {
+			if inTx {
+				ctx = context.WithValue(ctx, inTxKey{}, true)
+			}
 			return fn(ctx, &Request{Host: s.host, Method: name}, params)
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -39,7 +38,7 @@ type Timer struct {
 // the recurrence kind must be the extension's own, and the scope one that
 // uses it.
 func (h *Host) ArmTimer(ctx context.Context, t Timer) error {
-	_, err := jsonrpc.Invoke(ctx, h.conn(), protocol.TimerArm, protocol.TimerArmParams{
+	_, err := invoke(ctx, h, protocol.TimerArm, protocol.TimerArmParams{
 		ID: t.ID, Scope: t.Scope, Due: t.Due, Family: t.Family, Payload: t.Payload, Recurrence: t.Recurrence,
 	})
 	return err
@@ -48,7 +47,7 @@ func (h *Host) ArmTimer(ctx context.Context, t Timer) error {
 // CancelTimer cancels one of the extension's timers; cancelled is false
 // when none of that ID was armed.
 func (h *Host) CancelTimer(ctx context.Context, id string) (cancelled bool, err error) {
-	r, err := jsonrpc.Invoke(ctx, h.conn(), protocol.TimerCancel, protocol.TimerCancelParams{ID: id})
+	r, err := invoke(ctx, h, protocol.TimerCancel, protocol.TimerCancelParams{ID: id})
 	return r.Cancelled, err
 }
 

@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 
-	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -13,6 +12,6 @@ import (
 // name and reason. A Work of another kind, or none, is ErrNotFound; a Work
 // that is no longer open is ErrConflict.
 func (h *Host) CancelWork(ctx context.Context, workID, reason string) error {
-	_, err := jsonrpc.Invoke(ctx, h.conn(), protocol.WorkCancel, protocol.WorkCancelParams{WorkID: workID, Reason: reason})
+	_, err := invoke(ctx, h, protocol.WorkCancel, protocol.WorkCancelParams{WorkID: workID, Reason: reason})
 	return err
 }

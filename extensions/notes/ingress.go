@@ -81,10 +81,8 @@ func (reg *registry) handle(ctx context.Context, r *sdk.Request, p sdk.WebhookHa
 // carries, so every request is refused rather than let in.
 func (e entry) token(ctx context.Context, h *sdk.Host) (*string, error) {
 	var res protocol.SecretResolveResult
-	err := retrying(ctx, func() error {
-		return h.Call(ctx, protocol.MethodSecretResolve,
-			protocol.SecretResolveParams{Scope: e.Scope, Connection: e.Connection, Names: []string{TokenSecret}}, &res)
-	})
+	err := h.Call(ctx, protocol.MethodSecretResolve,
+		protocol.SecretResolveParams{Scope: e.Scope, Connection: e.Connection, Names: []string{TokenSecret}}, &res)
 	none := ""
 	switch code := protocol.CodeOf(err); {
 	case err == nil:

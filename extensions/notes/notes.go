@@ -103,6 +103,7 @@ func Release(n int) *sdk.Extension {
 		Validate(validate(n)).
 		Webhook(reg.handle).
 		Push(push).
+		Render(render).
 		Operation(Write, sdk.Handler(s.write), sdk.Describe("write a note on a thread; answers its id")).
 		Operation(Read, sdk.Handler(s.read), sdk.Describe("read a thread's notes, oldest first"))
 	if n >= 2 {

@@ -79,7 +79,7 @@ type store struct{ layout int }
 
 // write stores a note in the release's layout, under an id derived from
 // the call's request ID, so a retried call stores it once and answers the
-// same id (which also makes it safe to run again on reentrant_call).
+// same id.
 func (s store) write(ctx context.Context, r *sdk.Request, in WriteInput) (WriteOutput, error) {
 	if err := checkThread(in.Thread); err != nil {
 		return WriteOutput{}, err
@@ -89,12 +89,12 @@ func (s store) write(ctx context.Context, r *sdk.Request, in WriteInput) (WriteO
 	}
 	id := noteID(r.RequestID)
 	at := time.Now().UTC()
-	err := retrying(ctx, func() error {
-		if s.layout <= 2 {
-			return writeListed(ctx, r.Host, s.layout, in.Thread, id, in.Text, at)
-		}
-		return writeKeyed(ctx, r.Host, in.Thread, Entry{ID: id, Text: in.Text, At: at})
-	})
+	var err error
+	if s.layout <= 2 {
+		err = writeListed(ctx, r.Host, s.layout, in.Thread, id, in.Text, at)
+	} else {
+		err = writeKeyed(ctx, r.Host, in.Thread, Entry{ID: id, Text: in.Text, At: at})
+	}
 	if err != nil {
 		return WriteOutput{}, err
 	}
@@ -199,14 +199,12 @@ func (s store) read(ctx context.Context, r *sdk.Request, in ReadInput) (ReadOutp
 		return ReadOutput{}, err
 	}
 	out := ReadOutput{Thread: in.Thread, Notes: []Entry{}}
-	err := retrying(ctx, func() (err error) {
-		if s.layout <= 2 {
-			out.Notes, err = readListed(ctx, r.Host, s.layout, in.Thread)
-		} else {
-			out.Notes, err = readKeyed(ctx, r.Host, in.Thread)
-		}
-		return err
-	})
+	var err error
+	if s.layout <= 2 {
+		out.Notes, err = readListed(ctx, r.Host, s.layout, in.Thread)
+	} else {
+		out.Notes, err = readKeyed(ctx, r.Host, in.Thread)
+	}
 	return out, err
 }
 
