@@ -88,6 +88,9 @@ func (e *Engine) ask(ctx context.Context, scope string, i int, rt config.Route, 
 		return protocol.RouteMatchResult{}, "", protocol.Errorf(protocol.ErrUnavailable,
 			"no running package declares route handler %q; start or install the package that does", rt.Handler)
 	}
+	if why := unreadable(e.d.Packages, owner, ev.Payload.Schema); why != "" {
+		return protocol.RouteMatchResult{Reason: why}, owner, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, protocol.RouteMatchDeadline)
 	defer cancel()
 	var res protocol.RouteMatchResult
@@ -217,4 +220,19 @@ func sameDisplay(a, b *protocol.Display) bool {
 		return a == b
 	}
 	return a.Title == b.Title && a.Ref == b.Ref && a.Requester == b.Requester && slices.Equal(a.Links, b.Links)
+}
+
+// unreadable is the schema gate: why owner is not asked about a payload of
+// schema (one of its own it no longer or does not yet read), or "" when it
+// reads it. The host answers "no match" for it, so an unreadable payload
+// falls through to later routes whatever the package would have done.
+func unreadable(pk Packages, owner, schema string) string {
+	m, ok := pk.Manifest(owner)
+	if !ok {
+		return ""
+	}
+	if st := m.PayloadStatus(schema); !st.Readable() {
+		return fmt.Sprintf("%s does not read payload schema %q (%s), so it was not asked: no match", owner, schema, st)
+	}
+	return ""
 }

@@ -241,3 +241,47 @@ func TestRouteDecisions(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreadablePayloadIsNoMatchWithoutAskingTheHandler: the schema gate
+// answers "no match" for a payload of the handler's own schema that its
+// package no longer reads (retired) or does not read yet (newer), without a
+// call; a payload of a version it reads is asked about and routed.
+func TestUnreadablePayloadIsNoMatchWithoutAskingTheHandler(t *testing.T) {
+	r := issueRig(t, protocol.WorkKind{}, false)
+	r.pkgs.mu.Lock()
+	r.pkgs.manifests["tracker"].Provides.Schemas = []protocol.Schema{{Base: "tracker.issue", Versions: []int{2, 3}}}
+	r.pkgs.mu.Unlock()
+	for _, tc := range []struct {
+		schema  string
+		matched bool
+	}{
+		{"tracker.issue.v1", false},
+		{"tracker.issue.v4", false},
+		{"tracker.issue.v2", true},
+	} {
+		t.Run(tc.schema, func(t *testing.T) {
+			before := r.pkgs.called("tracker.issues")
+			var ev pebblekv.Event
+			err := r.db.Update(func(tx *pebblekv.Tx) (err error) {
+				ev, _, err = tx.Accept(pebblekv.EventInput{Scope: "s", Source: "test", Type: "tracker.issue", DeliveryID: tc.schema,
+					Payload: protocol.Payload{Schema: tc.schema, Data: []byte(`{"key":"issue:` + tc.schema + `","title":"t"}`)}}, pebblekv.Limits{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.e.Notify()
+			d := r.decision(ev, pebblekv.RouteRouted, pebblekv.RouteUnmatched)
+			asked := r.pkgs.called("tracker.issues") - before
+			if tc.matched {
+				if d.State != pebblekv.RouteRouted || asked != 1 {
+					t.Errorf("decision %s after %d calls; want routed after one", d.State, asked)
+				}
+				return
+			}
+			if d.State != pebblekv.RouteUnmatched || asked != 0 || len(d.Reasons) != 1 || !strings.Contains(d.Reasons[0].Reason, "does not read payload schema") {
+				t.Errorf("decision %+v after %d calls; want unmatched by the gate, the handler never asked", d, asked)
+			}
+		})
+	}
+}
