@@ -75,10 +75,12 @@ func (rc *reconciler) source(pkg, source string) (protocol.Source, error) {
 }
 
 // scan runs one whole scan of src.
-func (rc *reconciler) scan(ctx context.Context, pkg string, src protocol.Source) (ReconcileReport, error) {
+func (rc *reconciler) scan(ctx context.Context, pkg string, src protocol.Source) (rep ReconcileReport, err error) {
 	rc.scanMu.Lock()
 	defer rc.scanMu.Unlock()
-	rep := ReconcileReport{Package: pkg, Source: src.Name}
+	started := rc.e.d.Clock.Now()
+	defer func() { rc.ended(ScanOutcome{Started: started, Ended: rc.e.d.Clock.Now(), Report: rep, Err: err}) }()
+	rep = ReconcileReport{Package: pkg, Source: src.Name}
 	m, ok := rc.e.d.Packages.Manifest(pkg)
 	if !ok {
 		return rep, protocol.Errorf(protocol.ErrUnavailable, "%s is not running, so its source %s is not scanned", pkg, src.Name)
