@@ -47,6 +47,7 @@ type Daemon interface {
 	Apply(ctx context.Context, text []byte) (client.Applied, error)
 	Reload(ctx context.Context) (client.Applied, error)
 	WorkDaemon
+	IngressDaemon
 }
 
 // Handler routes /v1/ to d. Every request is read whole before it is
@@ -63,6 +64,7 @@ func Handler(d Daemon) http.Handler {
 	mux.HandleFunc("POST /v1/extensions/{name}/restart", a.restart)
 	mux.HandleFunc("GET /v1/events", a.events)
 	routeWork(mux, a)
+	routeIngress(mux, a)
 	mux.HandleFunc("GET /v1/waits", a.records("wait"))
 	mux.HandleFunc("GET /v1/logs/{name}", a.logs)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)
