@@ -84,6 +84,7 @@ func tree() *command {
 			workCommand(),
 			routeCommand(),
 			timersCommand(),
+			ingressCommand(),
 			doctorCommand(),
 			configCommand(),
 			demoCommand(),

@@ -50,6 +50,9 @@ var commandFlags = map[string][]string{
 	"route":              {"state", "json", "trace", "samples", "scope", "type", "data"},
 	"timers":             nil,
 	"timers list":        {"state", "json", "after", "limit"},
+	"ingress":            nil,
+	"ingress sources":    {"state", "json"},
+	"ingress reconcile":  {"state", "json"},
 	"doctor":             {"state", "json"},
 	"config":             nil,
 	"config init":        {"config", "force"},
@@ -145,6 +148,7 @@ func TestMisuseExitsTwoWithOneLineNamingTheCommand(t *testing.T) {
 		{[]string{"route", "--trace", "--scope", "a"}, "--type is required with --trace"},
 		{[]string{"route", "--trace", "--scope", "a", "--type", "t", "--data", "{"}, "--data must be a JSON object"},
 		{[]string{"timers", "list", "--limit", "1001"}, "--limit must be between 1 and 1000"},
+		{[]string{"ingress", "reconcile"}, "usage: open-conduit ingress reconcile SOURCE"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
@@ -212,6 +216,8 @@ func TestClientCommandsWithoutADaemonFailInOneLineNamingServe(t *testing.T) {
 		{"route", "--trace", "--scope", "demo", "--type", "manual.request"},
 		{"route", "--samples", "--scope", "demo"},
 		{"timers", "list"},
+		{"ingress", "sources"},
+		{"ingress", "reconcile", "feed/a"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			code, out, errs := run(append(args, "--state", state)...)

@@ -20,11 +20,12 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// The engine's crash drills: a package that dies inside webhook.handle or
-// route.match, and a daemon killed -9 right after it answered a webhook
-// 2xx. The package that crashes is the probe's hook mode (probe-hook),
-// installed beside the probe; it crashes while a file the request or Event
-// names exists in the crash directory the config gives it.
+// The engine's crash drills: a package that dies inside webhook.handle,
+// ingress.reconcile or route.match, and a daemon killed -9 right after it
+// answered a webhook 2xx. The package that crashes is the probe's hook mode
+// (probe-hook), installed beside the probe; it crashes while a file the
+// request, page or Event names exists in the crash directory the config
+// gives it.
 
 // hookConfig has scope acme, whose probe-hook entry takes webhooks and
 // whose probe-hook route crashes on armed Events, and scope calm, routed by
@@ -50,6 +51,13 @@ type hookRig struct {
 // startHookRig installs probe-hook, writes hookConfig and starts serve.
 func startHookRig(t *testing.T) *hookRig {
 	t.Helper()
+	return startHookRigWith(t, func(crash string) string { return fmt.Sprintf(hookConfig, crash) })
+}
+
+// startHookRigWith installs probe-hook, writes the config cfg makes of the
+// crash directory and starts serve.
+func startHookRigWith(t *testing.T, cfg func(crash string) string) *hookRig {
+	t.Helper()
 	e := daemontest.New(t, bins)
 	dir := filepath.Join(filepath.Dir(e.Config), "extensions", probe.HookName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -70,7 +78,7 @@ func startHookRig(t *testing.T) *hookRig {
 		t.Fatal(err)
 	}
 	r := &hookRig{t: t, e: e, crash: t.TempDir()}
-	e.WriteConfig(fmt.Sprintf(hookConfig, r.crash))
+	e.WriteConfig(cfg(r.crash))
 	e.Start()
 	r.base = "http://" + webhookAddr(e)
 	if x := e.Extension(probe.HookName); x.State != "running" {

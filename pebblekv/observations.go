@@ -13,7 +13,8 @@ import (
 const MaxConflicts = 1000
 
 // Observation is the binding of one observed (source, item, version) to the
-// canonical envelope it was first seen with, and the Event it became. It
+// canonical envelope it was first seen with, and the Event it became,
+// whether a reconcile scan observed it or a pushed delivery drafted it. It
 // is written once and never changed: a later observation of the same
 // identity either has the same envelope (nothing new) or conflicts.
 type Observation struct {
@@ -40,6 +41,9 @@ type ObservationConflict struct {
 	First    time.Time `json:"first"`
 	Last     time.Time `json:"last"`
 	LastScan string    `json:"last_scan,omitempty"`
+	// LastDelivery is the delivery ID of the pushed delivery refused last;
+	// empty when a reconcile scan was.
+	LastDelivery string `json:"last_delivery,omitempty"`
 }
 
 // Checkpoint is where a source's last complete reconcile scan left off: the

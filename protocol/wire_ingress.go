@@ -55,11 +55,28 @@ type IngressPushResult struct {
 // extension's families, in a scope that uses it, under the delivery's
 // source. DeliveryID, when set, tells several Events of one delivery apart;
 // empty is the delivery's own ID.
+//
+// Item and Version, both or neither, name the outside item and version the
+// Event reports, as an Observation does: the host binds (source, item,
+// version) to the draft's envelope exactly as it binds a reconcile
+// observation, so the same item and version delivered again, under any
+// delivery ID, or observed by a scan, is nothing new, and with another
+// envelope is a conflict that refuses the whole delivery.
 type EventDraft struct {
 	Scope      string  `json:"scope_id"`
 	Type       string  `json:"type"`
 	DeliveryID string  `json:"delivery_id,omitempty"`
+	Item       string  `json:"item,omitempty"`
+	Version    string  `json:"version,omitempty"`
 	Payload    Payload `json:"payload"`
+}
+
+// Observation is the draft as the observation of its item and version it
+// reports; ok is false for a draft that names none. A draft naming only one
+// of them, or an item holding '@', is refused by CheckObservationIdentity.
+func (d EventDraft) Observation() (o Observation, ok bool) {
+	o = Observation{Item: d.Item, Version: d.Version, Scope: d.Scope, Type: d.Type, Payload: d.Payload}
+	return o, d.Item != "" || d.Version != ""
 }
 
 // Ingress methods the host calls.

@@ -48,6 +48,7 @@ type Daemon interface {
 	Reload(ctx context.Context) (client.Applied, error)
 	WorkDaemon
 	RenderDaemon
+	IngressDaemon
 }
 
 // Handler routes /v1/ to d. Every request is read whole before it is
@@ -65,6 +66,7 @@ func Handler(d Daemon) http.Handler {
 	mux.HandleFunc("GET /v1/events", a.events)
 	routeWork(mux, a)
 	routeRender(mux, a)
+	routeIngress(mux, a)
 	mux.HandleFunc("GET /v1/waits", a.records("wait"))
 	mux.HandleFunc("GET /v1/logs/{name}", a.logs)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)

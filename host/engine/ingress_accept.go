@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -47,31 +48,40 @@ func (i *ingress) take(ctx context.Context, pkg string, deliveries []protocol.De
 	if !ok {
 		return nil, protocol.Errorf(protocol.ErrUnavailable, "%s is not running, so it takes no delivery", pkg)
 	}
-	var ems []protocol.Emission
+	var drafts []draft
 	for _, d := range deliveries {
 		drafted, err := i.push(ctx, pkg, m, d)
 		if err != nil {
 			return nil, err
 		}
-		ems = append(ems, drafted...)
+		drafts = append(drafts, drafted...)
 	}
-	results := make([]protocol.EmissionResult, len(ems))
+	results := make([]protocol.EmissionResult, len(drafts))
 	added := false
 	now := e.d.Clock.Now()
 	err := e.d.DB.Update(func(tx *pebblekv.Tx) error {
-		for n, em := range ems {
-			ev, isNew, err := tx.Accept(pebblekv.EventInput{
-				Scope: em.Scope, Source: em.Source, Type: em.Type, DeliveryID: em.DeliveryID,
-				Payload: em.Payload, Time: now,
-			}, e.d.Limits)
+		added = false
+		var conflicts []pebblekv.ObservationConflict
+		for n, d := range drafts {
+			res, c, err := e.acceptDraft(tx, d, now)
 			if err != nil {
 				return err
 			}
-			results[n] = protocol.EmissionResult{EventID: ev.ID, Added: isNew}
-			added = added || isNew
+			if c != nil {
+				conflicts = append(conflicts, *c)
+				continue
+			}
+			results[n] = res
+			added = added || res.Added
+		}
+		if len(conflicts) > 0 {
+			return &errBindConflicts{conflicts}
 		}
 		return nil
 	})
+	if bc, ok := errors.AsType[*errBindConflicts](err); ok {
+		return nil, i.refuseDelivery(pkg, bc.conflicts, now)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +93,10 @@ func (i *ingress) take(ctx context.Context, pkg string, deliveries []protocol.De
 
 // push checks one delivery's source, asks pkg for its Events, and checks
 // each as every Event a package writes is checked: a scope that uses the
-// package, one of its families, its source, its current schema.
-func (i *ingress) push(ctx context.Context, pkg string, m *protocol.Manifest, d protocol.Delivery) ([]protocol.Emission, error) {
+// package, one of its families, its source, its current schema; a draft
+// naming an item and version also as an observation is, with its envelope
+// settled.
+func (i *ingress) push(ctx context.Context, pkg string, m *protocol.Manifest, d protocol.Delivery) ([]draft, error) {
 	if err := i.checkSource(pkg, d); err != nil {
 		return nil, err
 	}
@@ -96,7 +108,7 @@ func (i *ingress) push(ctx context.Context, pkg string, m *protocol.Manifest, d 
 	}
 	rules := protocol.HostKVRules(m, i.generation().For(m).Uses)
 	seen := map[string]bool{}
-	out := make([]protocol.Emission, 0, len(res.Events))
+	out := make([]draft, 0, len(res.Events))
 	for n, ev := range res.Events {
 		em := protocol.Emission{Scope: ev.Scope, Source: d.Source, DeliveryID: d.DeliveryID, Type: ev.Type, Payload: ev.Payload}
 		if ev.DeliveryID != "" {
@@ -110,9 +122,30 @@ func (i *ingress) push(ctx context.Context, pkg string, m *protocol.Manifest, d 
 		if err := rules.CheckEmission(em); err != nil {
 			return nil, fmt.Errorf("event %d of delivery %q from %s: %w", n, d.DeliveryID, pkg, err)
 		}
-		out = append(out, em)
+		dr, err := identify(ev, em)
+		if err != nil {
+			return nil, fmt.Errorf("event %d of delivery %q from %s: %w", n, d.DeliveryID, pkg, err)
+		}
+		out = append(out, dr)
 	}
 	return out, nil
+}
+
+// identify settles a draft's identity and envelope when it names an item
+// and version: both, and an item without '@', as an observation's.
+func identify(ev protocol.EventDraft, em protocol.Emission) (draft, error) {
+	o, ok := ev.Observation()
+	if !ok {
+		return draft{em: em}, nil
+	}
+	if err := protocol.CheckObservationIdentity(o); err != nil {
+		return draft{}, err
+	}
+	env, err := protocol.ObservationEnvelope(o, ev.Type)
+	if err != nil {
+		return draft{}, err
+	}
+	return draft{em: em, item: o.Item, version: o.Version, envelope: env}, nil
 }
 
 // checkSource refuses a delivery without an ID, or from a source that is

@@ -23,7 +23,9 @@ const webhookDeadline = protocol.WebhookHandleDeadlineMillis * time.Millisecond
 // the request's or one of its parents), asks it with webhook.handle, has it
 // push each delivery, and accepts every drafted Event in one synced
 // transaction before it answers the package's 2xx. Any failure on the way
-// answers 502 or 503 with nothing accepted, so the sender retries.
+// answers 502 or 503 with nothing accepted, so the sender retries; a
+// delivery whose item and version were bound before to another envelope is
+// 409, refused the same way however often it comes.
 func (e *Engine) WebhookHandler() http.Handler { return http.HandlerFunc(e.ingress.serveHTTP) }
 
 func (i *ingress) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +57,10 @@ func (i *ingress) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		i.e.d.Logger.Warn("a webhook request was not accepted", "package", pkg, "path", p, "code", protocol.CodeOf(err), "err", err)
 		code := http.StatusBadGateway
-		if retryable(err) {
+		switch {
+		case isBindingConflict(err):
+			code = http.StatusConflict
+		case retryable(err):
 			code = http.StatusServiceUnavailable
 		}
 		http.Error(w, fmt.Sprintf("nothing was accepted (%s); retry later", protocol.CodeOf(err)), code)

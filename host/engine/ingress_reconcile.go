@@ -75,10 +75,12 @@ func (rc *reconciler) source(pkg, source string) (protocol.Source, error) {
 }
 
 // scan runs one whole scan of src.
-func (rc *reconciler) scan(ctx context.Context, pkg string, src protocol.Source) (ReconcileReport, error) {
+func (rc *reconciler) scan(ctx context.Context, pkg string, src protocol.Source) (rep ReconcileReport, err error) {
 	rc.scanMu.Lock()
 	defer rc.scanMu.Unlock()
-	rep := ReconcileReport{Package: pkg, Source: src.Name}
+	started := rc.e.d.Clock.Now()
+	defer func() { rc.ended(ScanOutcome{Started: started, Ended: rc.e.d.Clock.Now(), Report: rep, Err: err}) }()
+	rep = ReconcileReport{Package: pkg, Source: src.Name}
 	m, ok := rc.e.d.Packages.Manifest(pkg)
 	if !ok {
 		return rep, protocol.Errorf(protocol.ErrUnavailable, "%s is not running, so its source %s is not scanned", pkg, src.Name)
@@ -218,14 +220,6 @@ func settle(rules protocol.KVRules, src protocol.Source, o protocol.Observation)
 	return observed{o: o, em: em, envelope: env}, nil
 }
 
-// errPageConflicts aborts a page's transaction: some observation conflicts
-// with its identity's binding.
-type errPageConflicts struct {
-	conflicts []pebblekv.ObservationConflict
-}
-
-func (e *errPageConflicts) Error() string { return "conflicting observations" }
-
 // accept takes one page in one synced transaction: each identity never seen
 // is bound to its envelope and accepted as an Event; one seen with the same
 // envelope is nothing new. Any conflict refuses the whole page, recorded
@@ -268,14 +262,14 @@ func (rc *reconciler) accept(source string, obs []observed, next *pebblekv.Check
 			}
 		}
 		if len(conflicts) > 0 {
-			return &errPageConflicts{conflicts}
+			return &errBindConflicts{conflicts}
 		}
 		if next != nil {
 			return tx.PutCheckpoint(*next)
 		}
 		return nil
 	})
-	var pc *errPageConflicts
+	var pc *errBindConflicts
 	if errors.As(err, &pc) {
 		return 0, rc.refuse(source, pc.conflicts, now)
 	}
@@ -305,17 +299,7 @@ func (rc *reconciler) bind(tx *pebblekv.Tx, source string, ob observed, now time
 // first conflict in page order names it, so the same page is refused with
 // the same words each time.
 func (rc *reconciler) refuse(source string, conflicts []pebblekv.ObservationConflict, now time.Time) error {
-	err := rc.e.d.DB.Update(func(tx *pebblekv.Tx) error {
-		for _, c := range conflicts {
-			if _, err := tx.RecordConflict(c, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		rc.e.d.Logger.Warn("recording reconcile conflicts", "source", source, "err", err)
-	}
+	rc.e.recordConflicts(conflicts, now)
 	first := conflicts[0]
 	rc.e.d.Logger.Warn("reconcile page refused: an observation conflicts with its bound envelope",
 		"source", source, "item", first.Item, "version", first.Version, "conflicts", len(conflicts))

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
@@ -28,8 +27,9 @@ type reconciler struct {
 	// scanMu keeps scans one at a time, scheduled or asked for.
 	scanMu sync.Mutex
 
-	mu  sync.Mutex
-	due map[string]reconcileDue // by source
+	mu   sync.Mutex
+	due  map[string]reconcileDue // by source
+	last map[string]ScanOutcome  // by source, this run's last scan
 }
 
 // reconcileDue is when a source is scanned next, and the delay that led
@@ -46,6 +46,7 @@ func newReconciler(e *Engine) *reconciler {
 		pageDeadline: protocol.ReconcilePageDeadlineMillis * time.Millisecond,
 		limits:       protocol.ReconcileLimits{Items: protocol.ReconcilePageItems, Bytes: protocol.ReconcilePageBytes},
 		due:          map[string]reconcileDue{},
+		last:         map[string]ScanOutcome{},
 	}
 }
 
@@ -72,26 +73,12 @@ type reconcileTarget struct {
 // targets are the registered sources of running packages that declare
 // ingress, in package and source order.
 func (rc *reconciler) targets() []reconcileTarget {
-	rs, ok := rc.e.ingress.webhookRoutes().(ReconcileSources)
-	if !ok {
-		return nil
-	}
 	var out []reconcileTarget
-	for pkg, srcs := range rs.IngressSources() {
-		m, running := rc.e.d.Packages.Manifest(pkg)
-		if !running || !m.Enabled(protocol.MethodIngressReconcile) {
-			continue
-		}
-		for _, s := range srcs {
-			out = append(out, reconcileTarget{pkg, s})
+	for _, t := range rc.registered() {
+		if m, running := rc.e.d.Packages.Manifest(t.pkg); running && m.Enabled(protocol.MethodIngressReconcile) {
+			out = append(out, t)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].pkg != out[j].pkg {
-			return out[i].pkg < out[j].pkg
-		}
-		return out[i].src.Name < out[j].src.Name
-	})
 	return out
 }
 
@@ -148,18 +135,28 @@ func (rc *reconciler) dueOf(source string) reconcileDue {
 	return rc.due[source]
 }
 
-// forget drops the schedule of sources no longer registered, so one that
-// comes back is scanned at once.
+// forget drops the schedule of sources no longer scanned (unregistered, or
+// their package not running), so one that comes back is scanned at once,
+// and the last scans of sources no longer registered.
 func (rc *reconciler) forget(targets []reconcileTarget) {
 	keep := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		keep[t.src.Name] = true
+	}
+	registered := map[string]bool{}
+	for _, t := range rc.registered() {
+		registered[t.src.Name] = true
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for s := range rc.due {
 		if !keep[s] {
 			delete(rc.due, s)
+		}
+	}
+	for s := range rc.last {
+		if !registered[s] {
+			delete(rc.last, s)
 		}
 	}
 }

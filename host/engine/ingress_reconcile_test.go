@@ -492,3 +492,36 @@ func TestReconcileRunsEachSourceOnTheClockAndRetriesAFailedScanSooner(t *testing
 		t.Fatalf("a complete scan was followed by the next after %s, want the interval", moved)
 	}
 }
+
+func TestReconcileSourceScansNowAndSourcesShowTheLastScan(t *testing.T) {
+	r := newFeedRig(t, nil)
+	ctx := context.Background()
+	st, err := r.e.Sources()
+	if err != nil || len(st) != 1 || st[0].Package != "feed" || st[0].Source != srcName || st[0].Found || st[0].LastScan != nil {
+		t.Fatalf("the sources before any scan: %+v, %v", st, err)
+	}
+	r.pkg.set(pages("cp1", []protocol.Observation{obs("a", "1", `{}`)}))
+	rep, err := r.e.ReconcileSource(ctx, srcName)
+	if err != nil || !rep.Complete || rep.Package != "feed" || rep.Added != 1 || rep.Checkpoint != "cp1" {
+		t.Fatalf("scanning %s now: %+v, %v", srcName, rep, err)
+	}
+	st, _ = r.e.Sources()
+	if !st[0].Found || st[0].Checkpoint.Checkpoint != "cp1" || st[0].LastScan == nil || st[0].LastScan.Err != nil || !st[0].LastScan.Report.Complete {
+		t.Fatalf("the sources after a complete scan: %+v", st)
+	}
+	// A scan cut short is the last scan, with its error; the checkpoint
+	// stays the complete one's.
+	r.pkg.set(func(context.Context, protocol.IngressReconcileParams) (protocol.IngressReconcileResult, error) {
+		return protocol.IngressReconcileResult{}, protocol.Errorf(protocol.ErrTransport, "the process exited")
+	})
+	if _, err := r.e.ReconcileSource(ctx, srcName); protocol.CodeOf(err) != protocol.CodeTransport {
+		t.Fatalf("a scan whose package died: %v, want transport", err)
+	}
+	st, _ = r.e.Sources()
+	if st[0].Checkpoint.Checkpoint != "cp1" || st[0].LastScan == nil || protocol.CodeOf(st[0].LastScan.Err) != protocol.CodeTransport || st[0].LastScan.Report.Complete {
+		t.Fatalf("the sources after a failed scan: %+v", st)
+	}
+	if _, err := r.e.ReconcileSource(ctx, "feed/nope"); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("scanning an unregistered source: %v, want not_found", err)
+	}
+}

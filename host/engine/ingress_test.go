@@ -40,13 +40,15 @@ type fakeHook struct {
 	mu     sync.Mutex
 	handle func(protocol.WebhookHandleParams) (protocol.WebhookHandleResult, error)
 	push   func(protocol.Delivery) (protocol.IngressPushResult, error)
-	calls  map[string]int
+	// reconcile answers ingress.reconcile; nil answers method_not_found.
+	reconcile pageFunc
+	calls     map[string]int
 }
 
 func (f *fakeHook) Call(_ context.Context, pkg, method string, params, result any) error {
 	f.mu.Lock()
 	f.calls[method]++
-	handle, push := f.handle, f.push
+	handle, push, reconcile := f.handle, f.push, f.reconcile
 	f.mu.Unlock()
 	if pkg != f.m.Name {
 		return protocol.Errorf(protocol.ErrUnavailable, "%s is not running", pkg)
@@ -60,6 +62,12 @@ func (f *fakeHook) Call(_ context.Context, pkg, method string, params, result an
 		res, err := push(params.(protocol.Delivery))
 		*result.(*protocol.IngressPushResult) = res
 		return err
+	case protocol.MethodIngressReconcile:
+		if reconcile != nil {
+			res, err := reconcile(context.Background(), params.(protocol.IngressReconcileParams))
+			*result.(*protocol.IngressReconcileResult) = res
+			return err
+		}
 	}
 	return protocol.Errorf(protocol.ErrMethodNotFound, "%s", method)
 }
@@ -117,6 +125,23 @@ func okPush(d protocol.Delivery) (protocol.IngressPushResult, error) {
 
 func newIngressRig(t *testing.T) *ingressRig {
 	t.Helper()
+	r := buildIngressRig(t, routes{"/hook/s1/a": "hook", "/hook/s1/a/deep": "hook"})
+	r.e.Start(context.Background())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.e.Stop(ctx); err != nil {
+			t.Errorf("stopping the engine: %v", err)
+		}
+	})
+	return r
+}
+
+// buildIngressRig is the ingress rig with w's routes, its listener serving
+// until the test ends, its engine not started: what a test needs of it, it
+// runs itself (a scan, a delivery).
+func buildIngressRig(t *testing.T, w WebhookRoutes) *ingressRig {
+	t.Helper()
 	db, err := pebblekv.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,19 +154,11 @@ func newIngressRig(t *testing.T) *ingressRig {
 	gen := &config.Generation{ID: 1, Config: cfg}
 	pkg := &fakeHook{m: hookManifest(), calls: map[string]int{}, handle: okHandle, push: okPush}
 	e := New(Deps{DB: db, Packages: pkg, Generation: func() *config.Generation { return gen }})
-	e.SetWebhookRoutes(routes{"/hook/s1/a": "hook", "/hook/s1/a/deep": "hook"})
-	addr, err := e.ListenWebhooks(context.Background(), "")
+	e.SetWebhookRoutes(w)
+	addr, err := e.ListenWebhooks(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Start(context.Background())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Errorf("stopping the engine: %v", err)
-		}
-	})
 	return &ingressRig{t: t, db: db, pkg: pkg, e: e, base: "http://" + addr.String()}
 }
 
