@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +26,10 @@ type schedClock struct {
 	now     time.Time
 	waiters []schedWaiter
 	slept   chan struct{} // told each time a sleep starts
+	// schedSlept is told only when the scheduler's own loop starts a
+	// sleep: the router and the reconciler sleep on the same clock, and a
+	// test waiting for the scheduler must not take their sleep for its.
+	schedSlept chan struct{}
 }
 
 type schedWaiter struct {
@@ -32,7 +38,7 @@ type schedWaiter struct {
 }
 
 func newSchedClock(now time.Time) *schedClock {
-	return &schedClock{now: now, slept: make(chan struct{}, 1)}
+	return &schedClock{now: now, slept: make(chan struct{}, 1), schedSlept: make(chan struct{}, 1)}
 }
 
 func (c *schedClock) Now() time.Time {
@@ -54,7 +60,30 @@ func (c *schedClock) After(d time.Duration) <-chan time.Time {
 	case c.slept <- struct{}{}:
 	default:
 	}
+	if calledBySchedulerLoop() {
+		select {
+		case c.schedSlept <- struct{}{}:
+		default:
+		}
+	}
 	return ch
+}
+
+// calledBySchedulerLoop says the sleep being started is the scheduler's
+// (timers.run), from the call stack: this clock is the test's, so it may
+// look.
+func calledBySchedulerLoop() bool {
+	pcs := make([]uintptr, 8)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, ".(*timers).run") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // advance moves the clock and ends every sleep it passes.
@@ -262,12 +291,12 @@ func (r *schedRig) settle() {
 func (c *schedClock) settle(t *testing.T, e *Engine) {
 	t.Helper()
 	select {
-	case <-c.slept:
+	case <-c.schedSlept:
 	default:
 	}
 	e.TimersChanged()
 	select {
-	case <-c.slept:
+	case <-c.schedSlept:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the scheduler did not go back to sleep within 30s")
 	}
