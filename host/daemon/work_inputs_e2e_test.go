@@ -151,6 +151,37 @@ func TestWorkInputsPageEveryInputPastTheTailThroughTheAPIAndTheBinary(t *testing
 			t.Errorf("the other Work's show table: %d %s", code, out)
 		}
 	})
+	t.Run("a page stops at its bytes", func(t *testing.T) {
+		// Three inputs of 1.5 MiB each: two fit a page's bytes, the third
+		// begins the next.
+		blob := strings.Repeat("b", 3<<19)
+		var big []string
+		for range 3 {
+			ev, err := e.C.Emit(t.Context(), client.EmitRequest{Scope: "beta", Data: []byte(`{"key": "big", "blob": "` + blob + `"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			big = append(big, ev.ID)
+		}
+		var r client.RouteDecision
+		e.Eventually("the big requests are routed", func() bool {
+			var err error
+			r, err = e.C.EventRoute(t.Context(), big[2], 0)
+			return err == nil && r.State == client.RouteRouted
+		})
+		var sizes []int
+		got := pagedInputs(t, r.Work, func(after uint64) client.WorkInputsPage {
+			p, err := e.C.WorkInputs(t.Context(), r.Work, client.WorkInputsQuery{After: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(p.Inputs))
+			return p
+		})
+		if !slices.Equal(got, big) || !slices.Equal(sizes, []int{2, 1}) {
+			t.Errorf("pages of %v holding %d inputs, want [2 1] holding the 3", sizes, len(got))
+		}
+	})
 	t.Run("bad input is refused naming it", func(t *testing.T) {
 		for _, tc := range []struct {
 			query, says string
