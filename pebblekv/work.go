@@ -177,12 +177,12 @@ func (w Work) check() error {
 //
 // A Work without an ID, a scope or a kind, in an unknown state, with an
 // empty or repeated key, or with a display that breaks a limit is
-// protocol.ErrInvalid; so is one that changes the stored Work's scope or
+// protocol.ErrInvalid; so is one that changes the stored Work's scope,
 // drops inputs it had (its Inputs do not begin with the stored ones), or
-// names an input twice or one it already has. An open Work holding a key another open Work of the
-// scope holds is protocol.ErrConflict: one key reaches one open Work. An
-// input that is not an accepted Event of the Work's scope is
-// protocol.ErrNotFound. A refusal writes nothing.
+// names an input twice or one the Work already has. An open Work holding a
+// key another open Work of the scope holds is protocol.ErrConflict: one
+// key reaches one open Work. An input that is not an accepted Event of the
+// Work's scope is protocol.ErrNotFound. A refusal writes nothing.
 func (tx *Tx) PutWork(w Work) error {
 	_, err := tx.putWork(w)
 	return err
@@ -190,9 +190,6 @@ func (tx *Tx) PutWork(w Work) error {
 
 // putWork is PutWork, returning the record as stored.
 func (tx *Tx) putWork(w Work) (Work, error) {
-	if err := w.check(); err != nil {
-		return Work{}, err
-	}
 	old, had, err := tx.storedWork(w.ID)
 	if err != nil {
 		return Work{}, err
@@ -200,9 +197,12 @@ func (tx *Tx) putWork(w Work) (Work, error) {
 	return tx.putWorkOver(w, old, had)
 }
 
-// putWorkOver is putWork of a checked w over old, its record as stored
-// (had false when there is none).
+// putWorkOver is putWork of w over old, its record as stored (had false
+// when there is none).
 func (tx *Tx) putWorkOver(w, old Work, had bool) (Work, error) {
+	if err := w.check(); err != nil {
+		return Work{}, err
+	}
 	if had && old.Scope != w.Scope {
 		return Work{}, protocol.Errorf(protocol.ErrInvalid, "Work %s is of scope %q; a Work never moves to another scope", w.ID, old.Scope)
 	}
