@@ -16,7 +16,7 @@ import (
 
 func workCommand() *command {
 	return &command{name: "work", short: "Work made of routed Events: list, show and cancel it",
-		subs: []*command{workListCommand(), workShowCommand(), workCancelCommand()}}
+		subs: []*command{workListCommand(), workShowCommand(), workInputsCommand(), workCancelCommand()}}
 }
 
 func workListCommand() *command {
@@ -65,10 +65,14 @@ func writeWorkList(w io.Writer, ws []client.Work, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSCOPE\tKIND\tSTATE\tTITLE\tAGE\tINPUTS")
 	for _, x := range ws {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", x.ID, x.Scope, x.Kind, x.State, firstLine(x.Label()), age(now, x.Created), len(x.Inputs))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", x.ID, x.Scope, x.Kind, x.State, firstLine(x.Label()), age(now, x.Created), inputCount(x))
 	}
 	return tw.Flush()
 }
+
+// inputCount is how many Events were routed to x: its count, or the
+// inputs it lists when it has none (a daemon that did not count them).
+func inputCount(x client.Work) int { return max(x.InputCount, len(x.Inputs)) }
 
 // age is how long ago t was, in its largest unit.
 func age(now, t time.Time) string {
@@ -93,8 +97,9 @@ func workShowCommand() *command {
 		usage: "ID",
 		short: "show one Work: display, keys, state, and its inputs with their routing",
 		long: "Show one Work: its display (title, ref, requester, links), kind, keys, state and\n" +
-			"why, binding, context and grants, and its latest inputs: each Event's sequence,\n" +
-			"time and type, and the route that brought it.",
+			"why, binding, context and grants, how many inputs it has, and its latest inputs:\n" +
+			"each Event's sequence, time and type, and the route that brought it. 'work\n" +
+			"inputs ID' pages through all of them.",
 		minArgs: 1, maxArgs: 1, state: true, json: true,
 		run: func(r *runner, args []string) error {
 			d, err := client.New(r.place.State).WorkDetail(r.ctx, args[0])
@@ -135,7 +140,11 @@ func writeWorkDetail(w io.Writer, d client.WorkDetail) error {
 	fmt.Fprintf(tw, "trigger\t%s\n", dash(x.Trigger))
 	fmt.Fprintf(tw, "created\t%s\n", timeText(x.Created))
 	fmt.Fprintf(tw, "updated\t%s\n", timeText(x.Updated))
-	fmt.Fprintf(tw, "inputs\t%d\n", len(x.Inputs))
+	if n := inputCount(x); len(d.Inputs) < n {
+		fmt.Fprintf(tw, "inputs\t%d inputs (last %d shown; 'open-conduit work inputs %s' lists them all)\n", n, len(d.Inputs), x.ID)
+	} else {
+		fmt.Fprintf(tw, "inputs\t%d\n", n)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -143,16 +152,86 @@ func writeWorkDetail(w io.Writer, d client.WorkDetail) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	if d.Omitted > 0 {
-		fmt.Fprintf(w, "(the %d earlier inputs are left out; these are the latest)\n", d.Omitted)
-	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tTYPE\tEVENT\tROUTE")
-	for _, in := range d.Inputs {
+	return writeInputs(w, d.Inputs)
+}
+
+// writeInputs is a table of a Work's inputs: each one's number, its
+// Event's sequence, time, type and ID, and the route that brought it.
+func writeInputs(w io.Writer, ins []client.WorkInput) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "N\tSEQ\tTIME\tTYPE\tEVENT\tROUTE")
+	for _, in := range ins {
 		e := in.Event
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Sequence, timeText(e.Time), e.Type, e.ID, decisionText(in.Route))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", dash(numberText(in.N)), e.Sequence, timeText(e.Time), e.Type, e.ID, decisionText(in.Route))
 	}
 	return tw.Flush()
+}
+
+// numberText is n in decimal, or "" for 0 (not numbered).
+func numberText(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func workInputsCommand() *command {
+	var q client.WorkInputsQuery
+	return &command{
+		name:  "inputs",
+		usage: "ID",
+		short: "list a Work's inputs in the order they came, one page after a cursor",
+		long: "List one page of the Events routed to a Work, in the order they were routed:\n" +
+			"each input's number, its Event's sequence, time, type and ID, and the route\n" +
+			"that brought it. --after takes an input's number; when more inputs follow the\n" +
+			"page, the command that reads on is printed.",
+		minArgs: 1, maxArgs: 1, state: true, json: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.Uint64Var(&q.After, "after", 0, "list the inputs numbered after this one (a page's cursor)")
+			fs.IntVar(&q.Limit, "limit", 100, fmt.Sprintf("at most this many inputs a page (1-%d)", client.MaxWorkInputsPage))
+		},
+		run: func(r *runner, args []string) error {
+			if q.Limit < 1 || q.Limit > client.MaxWorkInputsPage {
+				return usagef("--limit must be between 1 and %d", client.MaxWorkInputsPage)
+			}
+			p, err := client.New(r.place.State).WorkInputs(r.ctx, args[0], q)
+			if err != nil {
+				return err
+			}
+			var more string
+			if p.Next != 0 {
+				more = inputsRerun(r, args[0], p.Next)
+			}
+			return r.emit(p, func(w io.Writer) error { return writeInputsPage(w, p, more) })
+		},
+	}
+}
+
+// inputsRerun is the work inputs command that reads on after input next:
+// this one with the Work's ID after the command path, before the flags.
+func inputsRerun(r *runner, id string, next uint64) string {
+	rest := strings.TrimPrefix(r.rerun(map[string]string{"after": strconv.FormatUint(next, 10)}), r.path)
+	return r.path + " " + shellQuote(id) + rest
+}
+
+// writeInputsPage is a page of a Work's inputs, how many it has, and more,
+// the command that reads on, when it is set.
+func writeInputsPage(w io.Writer, p client.WorkInputsPage, more string) error {
+	if len(p.Inputs) == 0 {
+		return writeLines(w, fmt.Sprintf("no inputs of %s here (it has %d)", p.Work, p.InputCount))
+	}
+	if err := writeInputs(w, p.Inputs); err != nil {
+		return err
+	}
+	first, last := p.Inputs[0].N, p.Inputs[len(p.Inputs)-1].N
+	if _, err := fmt.Fprintf(w, "inputs %d-%d of %d\n", first, last, p.InputCount); err != nil {
+		return err
+	}
+	if more == "" {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "more: %s\n", more)
+	return err
 }
 
 // decisionText says in a few words how an Event was routed.

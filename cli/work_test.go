@@ -60,7 +60,7 @@ func TestWorkShowSaysEverythingAboutTheWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"cancelled (cancelled by the operator: dup)", "k1, k2", "Issue #1 https://x/1", "ann", "b1", "g1",
-		"route 1 (manual) created w_a", "manual.request", "1 earlier inputs are left out"} {
+		"route 1 (manual) created w_a", "manual.request", "2 inputs (last 1 shown; 'open-conduit work inputs w_a' lists them all)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("show lacks %q:\n%s", want, b.String())
 		}

@@ -43,8 +43,12 @@ const (
 const MaxWorkPage = 1000
 
 // MaxWorkInputs bounds the inputs GET /v1/work/{id} shows with their
-// Events and route decisions: the latest ones.
+// Events and route decisions: the latest ones, of those the Work's record
+// keeps (its tail).
 const MaxWorkInputs = 100
+
+// MaxWorkInputsPage is the largest page of GET /v1/work/{id}/inputs.
+const MaxWorkInputsPage = 1000
 
 // Display says what a Work is in the words of its source.
 type Display struct {
@@ -76,8 +80,11 @@ type Work struct {
 	Grants  []string       `json:"grants,omitempty"`
 	Created time.Time      `json:"created"`
 	Updated time.Time      `json:"updated"`
-	// Inputs are the IDs of the Events routed to it, in order.
+	// Inputs are the IDs of the latest Events routed to it, oldest first:
+	// the tail the record keeps (GET /v1/work/{id}/inputs pages them all).
 	Inputs []string `json:"inputs,omitempty"`
+	// InputCount is how many Events were routed to it in all.
+	InputCount int `json:"input_count"`
 	// Trigger is the input that started it.
 	Trigger string `json:"trigger,omitempty"`
 	// Reason says why the state is what it is (who cancelled it, and why).
@@ -120,8 +127,11 @@ type WorkList struct {
 	Next string `json:"next,omitempty"`
 }
 
-// WorkInput is one input of a Work: its Event and how it was routed.
+// WorkInput is one input of a Work: its number, its Event and how it was
+// routed.
 type WorkInput struct {
+	// N is its number among the Work's inputs: 1 for the first.
+	N     uint64         `json:"n,omitzero"`
 	Event protocol.Event `json:"event"`
 	Route *RouteDecision `json:"route,omitempty"`
 }
@@ -134,6 +144,25 @@ type WorkDetail struct {
 	// out.
 	Inputs  []WorkInput `json:"inputs"`
 	Omitted int         `json:"omitted,omitzero"`
+}
+
+// WorkInputsQuery pages GET /v1/work/{id}/inputs.
+type WorkInputsQuery struct {
+	// After is the cursor: inputs numbered after it (a page's Next).
+	After uint64
+	// Limit bounds the page (the daemon caps it at MaxWorkInputsPage).
+	Limit int
+}
+
+// WorkInputsPage is GET /v1/work/{id}/inputs: one page of a Work's inputs
+// in the order they were routed to it, by count and by bytes.
+type WorkInputsPage struct {
+	Work string `json:"work_id"`
+	// InputCount is how many inputs the Work has in all.
+	InputCount int         `json:"input_count"`
+	Inputs     []WorkInput `json:"inputs"`
+	// Next, when set, is the cursor of the page that follows.
+	Next uint64 `json:"next,omitzero"`
 }
 
 // CancelRequest is POST /v1/work/{id}/cancel.
@@ -335,6 +364,20 @@ func (c *Client) Works(ctx context.Context, q WorkQuery) (WorkList, error) {
 func (c *Client) WorkDetail(ctx context.Context, id string) (WorkDetail, error) {
 	var d WorkDetail
 	return d, c.do(ctx, http.MethodGet, "/v1/work/"+url.PathEscape(id), nil, &d)
+}
+
+// WorkInputs reads one page of a Work's inputs, each with its Event and
+// route decision.
+func (c *Client) WorkInputs(ctx context.Context, id string, q WorkInputsQuery) (WorkInputsPage, error) {
+	v := url.Values{}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatUint(q.After, 10))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var p WorkInputsPage
+	return p, c.do(ctx, http.MethodGet, "/v1/work/"+url.PathEscape(id)+"/inputs?"+v.Encode(), nil, &p)
 }
 
 // CancelWork cancels an open Work, with the operator's reason. A finished

@@ -33,6 +33,8 @@
 //	'q'     'q' len(scope) scope len(state) state work-id   empty (Work by scope and state)
 //	'y'     'y' len(scope) scope key                 work-id (the open Work holding key)
 //	'h'     'h' len(scope) scope len(key) key len(kind) kind work-id   empty (Work of kind that holds key, any state)
+//	'n'     'n' len(work) work n                     event-id (a Work's nth input, n from 1; WorkInputs)
+//	'u'     'u' len(work) work event-id              n (the input number of an Event routed to the Work)
 //	'T'     'T' timer-id                             Timer, JSON (typed record; id is "<owner>/<id>")
 //	't'     't' due timer-id                         empty (timers by due time)
 //	'R'     'R' event-id                             RouteDecision, JSON
@@ -57,7 +59,13 @@
 // of the record it replaces and writes the new ones in the same batch, so
 // an index never names a state, key or due time its record no longer has.
 // Only open Work (pending, running, waiting) has 'y' entries, and one key
-// of a scope names at most one open Work.
+// of a scope names at most one open Work. n in 'n' and 'u' is 8 bytes
+// big-endian. A Work's record keeps only its latest inputs (WorkTail);
+// 'n' keeps all of them in order and 'u' answers whether an Event already
+// is one with a point read, so routing to a Work costs the same however
+// many inputs it has. A record written before these indexes (every input
+// in the record, no count) still reads; the first PutWork of it writes its
+// inputs into them.
 //
 // The reserved core.extensions namespace is a name, not a KV namespace: its
 // records live under 'm', which no extension KV key can reach, so an extension

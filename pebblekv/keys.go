@@ -25,6 +25,8 @@ const (
 	famWorkScoped  byte = 'q'
 	famWorkOpenKey byte = 'y'
 	famWorkKeyKind byte = 'h'
+	famWorkInput   byte = 'n'
+	famWorkInputID byte = 'u'
 	famTimerRec    byte = 'T'
 	famTimerDue    byte = 't'
 	famRouteRec    byte = 'R'

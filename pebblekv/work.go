@@ -55,9 +55,16 @@ type Work struct {
 	Grants  []string       `json:"grants,omitempty"`
 	Created time.Time      `json:"created"`
 	Updated time.Time      `json:"updated"`
-	// Inputs are the IDs of the Events routed to the Work, in order. They
-	// only grow; PutWork links each new one to the Work (WorkEventsPage).
+	// Inputs are the IDs of the latest Events routed to the Work, oldest
+	// first: at most WorkTail of them. Inputs only grow: a writer appends
+	// new ones to what it read, and PutWork numbers them in the input index
+	// (WorkInputs), links them to the Work (WorkEventsPage) and keeps the
+	// last WorkTail in the record.
 	Inputs []string `json:"inputs,omitempty"`
+	// InputCount is how many Events were routed to the Work in all. The
+	// store keeps it: PutWork sets it from the inputs it adds, whatever the
+	// caller's says.
+	InputCount int `json:"input_count,omitzero"`
 	// Trigger is the trigger input's Event ID: the first input unless the
 	// kind's work_kind.trigger chose another.
 	Trigger string `json:"trigger,omitempty"`
@@ -159,33 +166,82 @@ func (w Work) check() error {
 
 // PutWork writes w and its indexes (by state, by scope, by scope and state,
 // open Work by key, Work by key and kind), removing the entries of the
-// record it replaces, so no index names a state or key w no longer has. It
-// links each input w gained to the Work (LinkWork). All of it is part of
-// tx's one batch.
+// record it replaces, so no index names a state or key w no longer has.
+// The inputs w has past the stored record's Inputs are new: each is
+// numbered in the input index and linked to the Work (LinkWork), and the
+// record keeps InputCount and the last WorkTail inputs. A record stored
+// with every input (before the input index) has them moved into the index
+// first. All of it is part of tx's one batch.
 //
 // # Refusals
 //
 // A Work without an ID, a scope or a kind, in an unknown state, with an
 // empty or repeated key, or with a display that breaks a limit is
-// protocol.ErrInvalid; so is one that changes the stored Work's scope or
-// drops inputs it had. An open Work holding a key another open Work of the
-// scope holds is protocol.ErrConflict: one key reaches one open Work. An
-// input that is not an accepted Event of the Work's scope is
-// protocol.ErrNotFound. A refusal writes nothing.
+// protocol.ErrInvalid; so is one that changes the stored Work's scope,
+// drops inputs it had (its Inputs do not begin with the stored ones), or
+// names an input twice or one the Work already has. An open Work holding a
+// key another open Work of the scope holds is protocol.ErrConflict: one
+// key reaches one open Work. An input that is not an accepted Event of the
+// Work's scope is protocol.ErrNotFound. A refusal writes nothing.
 func (tx *Tx) PutWork(w Work) error {
-	if err := w.check(); err != nil {
-		return err
-	}
-	old, had, err := tx.Work(w.ID)
+	_, err := tx.putWork(w)
+	return err
+}
+
+// putWork is PutWork, returning the record as stored.
+func (tx *Tx) putWork(w Work) (Work, error) {
+	old, had, err := tx.storedWork(w.ID)
 	if err != nil {
-		return err
+		return Work{}, err
+	}
+	return tx.putWorkOver(w, old, had)
+}
+
+// putWorkOver is putWork of w over old, its record as stored (had false
+// when there is none).
+func (tx *Tx) putWorkOver(w, old Work, had bool) (Work, error) {
+	if err := w.check(); err != nil {
+		return Work{}, err
 	}
 	if had && old.Scope != w.Scope {
-		return protocol.Errorf(protocol.ErrInvalid, "Work %s is of scope %q; a Work never moves to another scope", w.ID, old.Scope)
+		return Work{}, protocol.Errorf(protocol.ErrInvalid, "Work %s is of scope %q; a Work never moves to another scope", w.ID, old.Scope)
 	}
-	if had && (len(w.Inputs) < len(old.Inputs) || !slices.Equal(old.Inputs, w.Inputs[:len(old.Inputs)])) {
-		return protocol.Errorf(protocol.ErrInvalid, "Work %s would drop inputs; inputs only grow", w.ID)
+	if err := tx.checkKeysFree(w); err != nil {
+		return Work{}, err
 	}
+	added, err := tx.inputsAdded(w, old, had)
+	if err != nil {
+		return Work{}, err
+	}
+	if err := tx.checkInputEvents(w, added); err != nil {
+		return Work{}, err
+	}
+	count := old.bounded().InputCount
+	w.InputCount, w.Inputs = count+len(added), tail(w.Inputs)
+	raw, err := json.Marshal(w)
+	if err != nil {
+		return Work{}, protocol.Errorf(protocol.ErrInvalid, "Work %s cannot be encoded (its context must be valid JSON): %v", w.ID, err)
+	}
+	if len(raw) > protocol.MaxPageBytes {
+		return Work{}, protocol.Errorf(protocol.ErrTooLarge, "Work %s is %d bytes encoded; keep its context within %d", w.ID, len(raw), protocol.MaxPageBytes)
+	}
+	if err := tx.writeWork(w, old, had, raw); err != nil {
+		return Work{}, err
+	}
+	if err := tx.writeInputs(w.ID, old.legacyInputs(), count, added); err != nil {
+		return Work{}, err
+	}
+	for _, id := range added {
+		if err := tx.LinkWork(id, w.ID); err != nil {
+			return Work{}, err
+		}
+	}
+	return w, nil
+}
+
+// checkKeysFree refuses an open Work holding a key another open Work of
+// its scope holds.
+func (tx *Tx) checkKeysFree(w Work) error {
 	if w.Open() {
 		for _, k := range w.Keys {
 			holder, found, err := tx.get(workOpenKey(w.Scope, k))
@@ -197,16 +253,13 @@ func (tx *Tx) PutWork(w Work) error {
 			}
 		}
 	}
-	var added []string
-	if had {
-		added = w.Inputs[len(old.Inputs):]
-	} else {
-		added = w.Inputs
-	}
-	for i, id := range added {
-		if slices.Contains(w.Inputs[:len(w.Inputs)-len(added)+i], id) {
-			return protocol.Errorf(protocol.ErrInvalid, "Work %s names input %q twice", w.ID, id)
-		}
+	return nil
+}
+
+// checkInputEvents refuses an added input that is not an accepted Event of
+// the Work's scope.
+func (tx *Tx) checkInputEvents(w Work, added []string) error {
+	for _, id := range added {
 		ev, found, err := tx.Event(id)
 		if err != nil {
 			return err
@@ -215,13 +268,12 @@ func (tx *Tx) PutWork(w Work) error {
 			return protocol.Errorf(protocol.ErrNotFound, "input %q of Work %s is not an accepted event of scope %q", id, w.ID, w.Scope)
 		}
 	}
-	raw, err := json.Marshal(w)
-	if err != nil {
-		return protocol.Errorf(protocol.ErrInvalid, "Work %s cannot be encoded (its context must be valid JSON): %v", w.ID, err)
-	}
-	if len(raw) > protocol.MaxPageBytes {
-		return protocol.Errorf(protocol.ErrTooLarge, "Work %s is %d bytes encoded; keep its context and inputs within %d", w.ID, len(raw), protocol.MaxPageBytes)
-	}
+	return nil
+}
+
+// writeWork writes w's record (raw) and its indexes, removing those of the
+// record it replaces.
+func (tx *Tx) writeWork(w, old Work, had bool, raw []byte) error {
 	if had {
 		for _, e := range old.indexKeys() {
 			if err := tx.delete(e[0]); err != nil {
@@ -234,47 +286,40 @@ func (tx *Tx) PutWork(w Work) error {
 			return err
 		}
 	}
-	for _, id := range added {
-		if err := tx.LinkWork(id, w.ID); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // AddWorkInput routes an accepted Event of the Work's scope to the Work:
 // it appends it to Inputs (the first input also becomes the Trigger when
-// none is set), links it (LinkWork) and writes the Work. Adding an input
-// again changes nothing. An unknown Work is protocol.ErrNotFound.
+// none is set), numbers and links it and writes the Work (PutWork), and
+// returns the Work as stored. Adding an input again changes nothing, and
+// costs one point read however many inputs the Work has. An unknown Work
+// is protocol.ErrNotFound.
 func (tx *Tx) AddWorkInput(workID, eventID string) (Work, error) {
-	w, found, err := tx.Work(workID)
+	old, found, err := tx.storedWork(workID)
 	if err != nil {
 		return Work{}, err
 	}
 	if !found {
 		return Work{}, protocol.Errorf(protocol.ErrNotFound, "Work %q does not exist", workID)
 	}
-	if slices.Contains(w.Inputs, eventID) {
-		return w, nil
+	w := old.bounded()
+	if dup, err := tx.isInput(old, eventID); err != nil || dup {
+		return w, err
 	}
-	w.Inputs = append(w.Inputs, eventID)
+	w.Inputs = append(slices.Clone(w.Inputs), eventID)
 	if w.Trigger == "" {
 		w.Trigger = eventID
 	}
-	return w, tx.PutWork(w)
+	return tx.putWorkOver(w, old, true)
 }
 
-// Work reads one Work by ID; found false means there is none.
+// Work reads one Work by ID, with its InputCount and its latest inputs
+// (at most WorkTail) whatever layout it was stored in; found false means
+// there is none.
 func (r *Reader) Work(id string) (w Work, found bool, err error) {
-	if id == "" {
-		return Work{}, false, nil
-	}
-	raw, found, err := r.get(workRecKey(id))
-	if err != nil || !found {
-		return Work{}, false, err
-	}
-	w, err = decodeWork(id, raw)
-	return w, err == nil, err
+	w, found, err = r.storedWork(id)
+	return w.bounded(), found, err
 }
 
 func decodeWork(id string, raw []byte) (Work, error) {
@@ -377,7 +422,7 @@ func (r *Reader) Works(q WorkQuery) (ws []Work, more bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		ws = append(ws, w)
+		ws = append(ws, w.bounded())
 		return true, nil
 	})
 	if err != nil {

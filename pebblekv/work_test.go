@@ -93,7 +93,7 @@ func wantIndexes(t *testing.T, db *DB, works ...Work) {
 	}
 }
 
-func putWork(t *testing.T, db *DB, w Work) {
+func putWork(t testing.TB, db *DB, w Work) {
 	t.Helper()
 	update(t, db, func(tx *Tx) error { return tx.PutWork(w) })
 }
@@ -261,7 +261,7 @@ func TestPutWorkRefusalWritesNothing(t *testing.T) {
 			putWork(t, db, held)
 			all := func() int {
 				n := 0
-				for _, fam := range []byte{famWorkRec, famWorkByState, famWorkByScope, famWorkScoped, famWorkOpenKey, famWorkKeyKind, famWork} {
+				for _, fam := range []byte{famWorkRec, famWorkByState, famWorkByScope, famWorkScoped, famWorkOpenKey, famWorkKeyKind, famWork, famWorkInput, famWorkInputID} {
 					n += len(rawKeys(t, db, fam))
 				}
 				return n

@@ -20,6 +20,10 @@ type WorkDaemon interface {
 	// Work reads one Work with its latest inputs; unknown is
 	// protocol.ErrNotFound.
 	Work(ctx context.Context, id string) (client.WorkDetail, error)
+	// WorkInputs reads one page of a Work's inputs (q.Limit within
+	// 1..client.MaxWorkInputsPage, 0 for the largest); unknown is
+	// protocol.ErrNotFound.
+	WorkInputs(ctx context.Context, id string, q client.WorkInputsQuery) (client.WorkInputsPage, error)
 	// CancelWork cancels an open Work; a finished one is
 	// protocol.ErrConflict.
 	CancelWork(ctx context.Context, id, reason string) (client.Work, error)
@@ -43,6 +47,7 @@ type WorkDaemon interface {
 func routeWork(mux *http.ServeMux, a adapter) {
 	mux.HandleFunc("GET /v1/work", a.works)
 	mux.HandleFunc("GET /v1/work/{id}", a.work)
+	mux.HandleFunc("GET /v1/work/{id}/inputs", a.workInputs)
 	mux.HandleFunc("POST /v1/work/{id}/cancel", a.cancelWork)
 	mux.HandleFunc("POST /v1/events", a.emit)
 	mux.HandleFunc("GET /v1/events/{id}/route", a.eventRoute)
@@ -99,6 +104,17 @@ func (a adapter) works(w http.ResponseWriter, r *http.Request) {
 
 func (a adapter) work(w http.ResponseWriter, r *http.Request) {
 	res, err := a.d.Work(r.Context(), r.PathValue("id"))
+	answer(w, res, err)
+}
+
+func (a adapter) workInputs(w http.ResponseWriter, r *http.Request) {
+	p := params{r: r}
+	q := client.WorkInputsQuery{After: p.uint("after"), Limit: p.limit(client.MaxWorkInputsPage)}
+	if p.err != nil {
+		writeError(w, p.err)
+		return
+	}
+	res, err := a.d.WorkInputs(r.Context(), r.PathValue("id"), q)
 	answer(w, res, err)
 }
 

@@ -25,6 +25,7 @@ type workRecorder struct {
 	traced  client.TraceEvent
 	timers  client.TimersQuery
 	changes client.ChangesQuery
+	inputs  client.WorkInputsQuery
 }
 
 func (r *workRecorder) Works(_ context.Context, q client.WorkQuery) (client.WorkList, error) {
@@ -37,6 +38,12 @@ func (r *workRecorder) Work(_ context.Context, id string) (client.WorkDetail, er
 	r.calls++
 	r.id = id
 	return client.WorkDetail{Work: client.Work{ID: id}}, r.err
+}
+
+func (r *workRecorder) WorkInputs(_ context.Context, id string, q client.WorkInputsQuery) (client.WorkInputsPage, error) {
+	r.calls++
+	r.id, r.inputs = id, q
+	return client.WorkInputsPage{Work: id, InputCount: 70, Inputs: []client.WorkInput{}, Next: q.After + 1}, r.err
 }
 
 func (r *workRecorder) CancelWork(_ context.Context, id, reason string) (client.Work, error) {
@@ -94,6 +101,12 @@ func TestWorkRoutesPassTheirRequestToTheDaemon(t *testing.T) {
 			}, `"next":"w_1"`},
 		{"GET", "/v1/work", "", func() bool { return r.works == client.WorkQuery{Limit: client.MaxWorkPage} }, `"work":[`},
 		{"GET", "/v1/work/w_9", "", func() bool { return r.id == "w_9" }, `"work":{`},
+		{"GET", "/v1/work/w_9/inputs?after=64&limit=10", "",
+			func() bool { return r.id == "w_9" && r.inputs == client.WorkInputsQuery{After: 64, Limit: 10} }, `"next":65`},
+		{"GET", "/v1/work/w_8/inputs", "",
+			func() bool {
+				return r.id == "w_8" && r.inputs == client.WorkInputsQuery{Limit: client.MaxWorkInputsPage}
+			}, `"input_count":70`},
 		{"POST", "/v1/work/w_9/cancel", `{"reason": "duplicate"}`, func() bool { return r.id == "w_9" && r.reason == "duplicate" }, `"state":"cancelled"`},
 		{"POST", "/v1/work/w_8/cancel", "", func() bool { return r.id == "w_8" && r.reason == "" }, `"state":"cancelled"`},
 		{"POST", "/v1/events", `{"scope_id": "alpha", "data": {"title": "x"}}`,
@@ -141,6 +154,10 @@ func TestWorkRoutesRefuseBadInputBeforeTheDaemon(t *testing.T) {
 		{"GET", "/v1/work?limit=0", "", "limit must be between 1 and 1000"},
 		{"GET", "/v1/work?limit=5000", "", "limit must be between 1 and 1000"},
 		{"GET", "/v1/work?limit=x", "", "limit must be between"},
+		{"GET", "/v1/work/w_1/inputs?after=x", "", "after must be a non-negative integer"},
+		{"GET", "/v1/work/w_1/inputs?after=-1", "", "after must be a non-negative integer"},
+		{"GET", "/v1/work/w_1/inputs?limit=0", "", "limit must be between 1 and 1000"},
+		{"GET", "/v1/work/w_1/inputs?limit=1001", "", "limit must be between 1 and 1000"},
 		{"POST", "/v1/work/w_1/cancel", `{"why": "x"}`, "does not fit"},
 		{"POST", "/v1/events", `{"type": "x.y"}`, "scope_id is required"},
 		{"POST", "/v1/events", `{"scope_id": "a", "data": `, "not one JSON value"},
@@ -174,6 +191,7 @@ func TestWorkRoutesAnswerTheDaemonsErrorsWithTheirStatus(t *testing.T) {
 		status             int
 	}{
 		{protocol.Errorf(protocol.ErrNotFound, "no Work w_x"), "GET", "/v1/work/w_x", "", http.StatusNotFound},
+		{protocol.Errorf(protocol.ErrNotFound, "no Work w_x"), "GET", "/v1/work/w_x/inputs", "", http.StatusNotFound},
 		{protocol.Errorf(protocol.ErrNotFound, "no Event e9"), "GET", "/v1/events/e9/route", "", http.StatusNotFound},
 		{notFound, "POST", "/v1/scopes/zeta/route/trace", `{"event": {"type": "t"}}`, http.StatusNotFound},
 		{notFound, "GET", "/v1/scopes/zeta/route/samples", "", http.StatusNotFound},

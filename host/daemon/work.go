@@ -51,8 +51,9 @@ func (d *Daemon) Works(_ context.Context, q client.WorkQuery) (client.WorkList, 
 	return res, nil
 }
 
-// Work reads one Work with its latest inputs (at most client.MaxWorkInputs,
-// within a page's bytes), each with its Event and route decision.
+// Work reads one Work with its latest inputs (of those its record keeps, at
+// most client.MaxWorkInputs, within a page's bytes), each with its Event
+// and route decision; WorkInputs pages them all.
 func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 	var res client.WorkDetail
 	err := d.db.View(func(r *pebblekv.Reader) error {
@@ -61,7 +62,7 @@ func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 			return err
 		}
 		res.Work = workView(w)
-		res.Inputs, res.Omitted, err = workInputs(r, w.Inputs)
+		res.Inputs, res.Omitted, err = workInputs(r, w)
 		return err
 	})
 	switch {
@@ -73,30 +74,19 @@ func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 	return res, nil
 }
 
-// workInputs reads the latest of ids that fit a page, newest first, and
-// returns them oldest first with how many were left out.
-func workInputs(r *pebblekv.Reader, ids []string) ([]client.WorkInput, int, error) {
+// workInputs reads the latest of w's inputs that fit a page, newest
+// first, and returns them oldest first with how many were left out.
+func workInputs(r *pebblekv.Reader, w pebblekv.Work) ([]client.WorkInput, int, error) {
 	page := protocol.NewPageBudget(client.MaxWorkInputs, client.MaxWorkInputs)
+	first := uint64(w.InputCount - len(w.Inputs))
 	var out []client.WorkInput
-	for i := len(ids) - 1; i >= 0 && !page.Full(); i-- {
-		ev, found, err := r.Event(ids[i])
+	for i := len(w.Inputs) - 1; i >= 0 && !page.Full(); i-- {
+		in, err := inputView(r, first+uint64(i)+1, w.Inputs[i])
 		if err != nil {
 			return nil, 0, err
-		}
-		in := client.WorkInput{Event: protocol.Event{ID: ids[i]}}
-		if found {
-			in.Event = ev.Wire()
 		}
 		if !page.Add(in.Event.WireSize()) {
 			break
-		}
-		dec, found, err := r.RouteDecision(ids[i])
-		if err != nil {
-			return nil, 0, err
-		}
-		if found {
-			v := decisionView(dec)
-			in.Route = &v
 		}
 		out = append(out, in)
 	}
@@ -104,7 +94,29 @@ func workInputs(r *pebblekv.Reader, ids []string) ([]client.WorkInput, int, erro
 	if out == nil {
 		out = []client.WorkInput{}
 	}
-	return out, len(ids) - len(out), nil
+	return out, w.InputCount - len(out), nil
+}
+
+// inputView is input n of a Work, the Event id, with the Event and its
+// route decision when the store has them.
+func inputView(r *pebblekv.Reader, n uint64, id string) (client.WorkInput, error) {
+	in := client.WorkInput{N: n, Event: protocol.Event{ID: id}}
+	ev, found, err := r.Event(id)
+	if err != nil {
+		return in, err
+	}
+	if found {
+		in.Event = ev.Wire()
+	}
+	dec, found, err := r.RouteDecision(id)
+	if err != nil {
+		return in, err
+	}
+	if found {
+		v := decisionView(dec)
+		in.Route = &v
+	}
+	return in, nil
 }
 
 // CancelWork cancels an open Work with the operator's reason; a finished

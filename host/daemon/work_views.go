@@ -13,7 +13,7 @@ func workView(w pebblekv.Work) client.Work {
 	return client.Work{
 		ID: w.ID, Scope: w.Scope, Kind: w.Kind, Keys: w.Keys, State: w.State, Display: displayView(w.Display),
 		Binding: w.Binding, Context: w.Context, Grants: w.Grants, Created: w.Created, Updated: w.Updated,
-		Inputs: w.Inputs, Trigger: w.Trigger, Reason: w.Reason,
+		Inputs: w.Inputs, InputCount: w.InputCount, Trigger: w.Trigger, Reason: w.Reason,
 	}
 }
 

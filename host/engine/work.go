@@ -145,8 +145,12 @@ func (e *Engine) decide(ctx context.Context, tx *pebblekv.Tx, ev pebblekv.Event,
 
 // join routes ev to the open Work w: the input, the match's display (when
 // it gave one within the limits), and its keys no other open Work holds.
+// Whether ev already is an input is a point read: w.Inputs holds only the
+// latest ones.
 func (e *Engine) join(tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event, v verdicts, p plan) error {
-	if !slices.Contains(w.Inputs, ev.ID) {
+	if dup, err := tx.HasWorkInput(w.ID, ev.ID); err != nil {
+		return err
+	} else if !dup {
 		w.Inputs = append(w.Inputs, ev.ID)
 	}
 	if w.Trigger == "" {
