@@ -82,6 +82,10 @@ func writeSources(w io.Writer, ss []client.Source) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tPACKAGE\tFAMILIES\tCHECKPOINT\tCOMPLETED\tSCANS\tLAST SCAN\tNEXT SCAN")
 	for _, s := range ss {
+		if !s.Reconcile {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\tpush only\t-\n", s.Name, s.Package, dash(strings.Join(s.Families, ",")))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.Package, dash(strings.Join(s.Families, ",")),
 			dash(s.Checkpoint), timeText(s.Completed), s.Scans, lastScan(s.LastScan), timeText(s.NextScan))
 	}

@@ -35,6 +35,9 @@ type Source struct {
 	Package  string   `json:"package"`
 	Name     string   `json:"name"`
 	Families []string `json:"families,omitempty"`
+	// Reconcile says the package scans the source; a push-only source
+	// (false) is never scanned and has no checkpoint.
+	Reconcile bool `json:"reconcile"`
 	// Checkpoint is what the last complete scan answered; Completed when
 	// it ended and Scans how many completed (all zero before the first).
 	Checkpoint string    `json:"checkpoint"`

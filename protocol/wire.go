@@ -115,6 +115,10 @@ type ConfigureParams struct {
 type Source struct {
 	Name     string   `json:"name"`
 	Families []string `json:"families,omitempty"`
+	// Reconcile marks a source the package scans (ingress.reconcile): the
+	// host scans it on its schedule and when an operator asks. A source
+	// without it is push-only, and never scanned.
+	Reconcile bool `json:"reconcile,omitzero"`
 }
 
 // ConfigureResult names the sources and webhook paths the extension

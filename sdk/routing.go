@@ -215,7 +215,8 @@ func (x *Extension) Push(fn PushFunc) *Extension {
 // within p.Limits. A page that is not Complete names the next page's token.
 type ReconcileFunc func(ctx context.Context, r *Request, p IngressReconcileParams) (IngressReconcileResult, error)
 
-// Reconcile serves the scans of the extension's registered sources. The
+// Reconcile serves the scans of the extension's registered sources: those
+// its Configure answers with Reconcile set (the others are push-only). The
 // host scans each on its schedule and advances a source's checkpoint only
 // when a whole scan completes. Registering twice panics.
 func (x *Extension) Reconcile(fn ReconcileFunc) *Extension {

@@ -22,7 +22,7 @@ func (d *Daemon) Sources(context.Context) (client.Sources, error) {
 	}
 	res := client.Sources{Sources: make([]client.Source, 0, len(st))}
 	for _, s := range st {
-		v := client.Source{Package: s.Package, Name: s.Source, Families: s.Families, NextScan: s.NextScan}
+		v := client.Source{Package: s.Package, Name: s.Source, Families: s.Families, Reconcile: s.Reconcile, NextScan: s.NextScan}
 		if s.Found {
 			v.Checkpoint, v.Completed, v.Scans = s.Checkpoint.Checkpoint, s.Checkpoint.Completed, s.Checkpoint.Scans
 		}

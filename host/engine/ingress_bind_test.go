@@ -23,7 +23,7 @@ type bindRoutes struct{}
 
 func (bindRoutes) WebhookPaths() map[string]string { return map[string]string{"/hook/s1/a": "hook"} }
 func (bindRoutes) IngressSources() map[string][]protocol.Source {
-	return map[string][]protocol.Source{"hook": {{Name: bindSource, Families: []string{"hook.received"}}}}
+	return map[string][]protocol.Source{"hook": {{Name: bindSource, Families: []string{"hook.received"}, Reconcile: true}}}
 }
 
 // itemBody is what the binding tests post: the drafts' items, each of

@@ -65,9 +65,14 @@ func (rc *reconciler) source(pkg, source string) (protocol.Source, error) {
 	rs, ok := rc.e.ingress.webhookRoutes().(ReconcileSources)
 	if ok {
 		for _, s := range rs.IngressSources()[pkg] {
-			if s.Name == source {
-				return s, nil
+			switch {
+			case s.Name != source:
+				continue
+			case !s.Reconcile:
+				return protocol.Source{}, protocol.Errorf(protocol.ErrInvalid,
+					"source %q of %s is push-only (its configure does not mark it reconcile): there is nothing to scan", source, pkg)
 			}
+			return s, nil
 		}
 	}
 	return protocol.Source{}, protocol.Errorf(protocol.ErrNotFound,

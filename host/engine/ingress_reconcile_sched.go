@@ -75,7 +75,7 @@ type reconcileTarget struct {
 func (rc *reconciler) targets() []reconcileTarget {
 	var out []reconcileTarget
 	for _, t := range rc.registered() {
-		if m, running := rc.e.d.Packages.Manifest(t.pkg); running && m.Enabled(protocol.MethodIngressReconcile) {
+		if m, running := rc.e.d.Packages.Manifest(t.pkg); running && t.src.Reconcile && m.Enabled(protocol.MethodIngressReconcile) {
 			out = append(out, t)
 		}
 	}
@@ -113,10 +113,11 @@ func (rc *reconciler) scanned(t reconcileTarget, now time.Time, err error, d rec
 	case err == nil:
 		d = reconcileDue{at: now.Add(rc.interval)}
 	case errors.Is(err, protocol.ErrMethodNotFound) || errors.Is(err, protocol.ErrUnsupported):
-		// A push-only package answers no reconcile: ask again only at
-		// the interval, in case a new release does.
+		// The package marked the source scanned but answers no
+		// reconcile: ask again only at the interval, in case a new
+		// release does.
 		d = reconcileDue{at: now.Add(rc.interval)}
-		rc.e.d.Logger.Debug("source answers no reconcile", "package", t.pkg, "source", t.src.Name, "err", err)
+		rc.e.d.Logger.Warn("a source marked reconcile answers no ingress.reconcile", "package", t.pkg, "source", t.src.Name, "err", err)
 	default:
 		d.delay = min(max(2*d.delay, reconcileRetryFirst), rc.interval)
 		d.at = now.Add(d.delay)

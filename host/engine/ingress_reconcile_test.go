@@ -93,7 +93,7 @@ type feedSources struct{}
 
 func (feedSources) WebhookPaths() map[string]string { return nil }
 func (feedSources) IngressSources() map[string][]protocol.Source {
-	return map[string][]protocol.Source{"feed": {{Name: srcName, Families: []string{"feed.item", "feed.other"}}}}
+	return map[string][]protocol.Source{"feed": {{Name: srcName, Families: []string{"feed.item", "feed.other"}, Reconcile: true}}}
 }
 
 // feedRig is an engine on a real store over the fake feed, not started:
@@ -523,5 +523,40 @@ func TestReconcileSourceScansNowAndSourcesShowTheLastScan(t *testing.T) {
 	}
 	if _, err := r.e.ReconcileSource(ctx, "feed/nope"); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("scanning an unregistered source: %v, want not_found", err)
+	}
+}
+
+// pushOnlySources registers srcName as push-only: not marked reconcile.
+type pushOnlySources struct{}
+
+func (pushOnlySources) WebhookPaths() map[string]string { return nil }
+func (pushOnlySources) IngressSources() map[string][]protocol.Source {
+	return map[string][]protocol.Source{"feed": {{Name: srcName, Families: []string{"feed.item"}}}}
+}
+
+// TestPushOnlySourceIsNeverScanned: a source its package's configure does
+// not mark reconcile is left out of the schedule, an operator's scan of it
+// is refused invalid saying it is push-only, and the package is never
+// asked; the same source marked reconcile is scanned (the control).
+func TestPushOnlySourceIsNeverScanned(t *testing.T) {
+	r := newFeedRig(t, nil)
+	r.pkg.set(pages("cp", []protocol.Observation{obs("a", "1", `{}`)}))
+	r.e.SetWebhookRoutes(pushOnlySources{})
+	if got := r.e.reconcile.targets(); len(got) != 0 {
+		t.Errorf("scheduled %+v, want no push-only source", got)
+	}
+	_, err := r.e.Reconcile(context.Background(), "feed", srcName)
+	if !errors.Is(err, protocol.ErrInvalid) || !strings.Contains(err.Error(), "push-only") {
+		t.Errorf("scanning a push-only source: %v, want invalid naming it push-only", err)
+	}
+	if n := len(r.pkg.calls()); n != 0 {
+		t.Errorf("%d ingress.reconcile calls for a push-only source", n)
+	}
+	r.e.SetWebhookRoutes(feedSources{})
+	if got := r.e.reconcile.targets(); len(got) != 1 {
+		t.Errorf("scheduled %+v, want the source marked reconcile", got)
+	}
+	if _, err := r.e.Reconcile(context.Background(), "feed", srcName); err != nil || len(r.pkg.calls()) != 1 {
+		t.Errorf("scanning it marked reconcile: %v after %d calls", err, len(r.pkg.calls()))
 	}
 }

@@ -23,9 +23,12 @@ type ScanOutcome struct {
 // before one), this daemon run's last scan (nil before one) and when the
 // scheduler scans it next (zero when it has not planned one).
 type SourceStatus struct {
-	Package    string
-	Source     string
-	Families   []string
+	Package  string
+	Source   string
+	Families []string
+	// Reconcile says the package scans the source; a push-only one is
+	// never scanned.
+	Reconcile  bool
 	Checkpoint pebblekv.Checkpoint
 	Found      bool
 	LastScan   *ScanOutcome
@@ -72,7 +75,7 @@ func (e *Engine) Sources() ([]SourceStatus, error) {
 			if err != nil {
 				return err
 			}
-			out[n] = SourceStatus{Package: t.pkg, Source: t.src.Name, Families: t.src.Families, Checkpoint: cp, Found: found}
+			out[n] = SourceStatus{Package: t.pkg, Source: t.src.Name, Families: t.src.Families, Reconcile: t.src.Reconcile, Checkpoint: cp, Found: found}
 		}
 		return nil
 	})
