@@ -36,8 +36,8 @@ func (d *Daemon) Sources(context.Context) (client.Sources, error) {
 }
 
 // Reconcile scans source now. A scan cut short is answered, with its
-// error; only a source no package registered (or an engine not yet
-// running) is an error.
+// error; a scan that never started (a source no package registered, a
+// push-only one, an engine not yet running) is an error.
 func (d *Daemon) Reconcile(ctx context.Context, source string) (client.Scan, error) {
 	eng, err := d.engineReady()
 	if err != nil {
@@ -45,7 +45,7 @@ func (d *Daemon) Reconcile(ctx context.Context, source string) (client.Scan, err
 	}
 	started := time.Now()
 	rep, err := eng.ReconcileSource(ctx, source)
-	if protocol.CodeOf(err) == protocol.CodeNotFound && rep.Package == "" {
+	if err != nil && rep.Package == "" {
 		return client.Scan{}, err
 	}
 	return scanView(engine.ScanOutcome{Started: started, Ended: time.Now(), Report: rep, Err: err}), nil

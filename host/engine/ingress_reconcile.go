@@ -55,7 +55,9 @@ const reconcileMaxPages = 10_000
 func (e *Engine) Reconcile(ctx context.Context, pkg, source string) (ReconcileReport, error) {
 	src, err := e.reconcile.source(pkg, source)
 	if err != nil {
-		return ReconcileReport{Package: pkg, Source: source}, err
+		// No Package: the scan never started (an unknown or push-only
+		// source), which callers answer as a refusal, not a scan.
+		return ReconcileReport{Source: source}, err
 	}
 	return e.reconcile.scan(ctx, pkg, src)
 }

@@ -549,6 +549,9 @@ func TestPushOnlySourceIsNeverScanned(t *testing.T) {
 	if !errors.Is(err, protocol.ErrInvalid) || !strings.Contains(err.Error(), "push-only") {
 		t.Errorf("scanning a push-only source: %v, want invalid naming it push-only", err)
 	}
+	if _, err := r.e.ReconcileSource(context.Background(), srcName); !errors.Is(err, protocol.ErrInvalid) {
+		t.Errorf("an operator's scan of a push-only source: %v, want invalid", err)
+	}
 	if n := len(r.pkg.calls()); n != 0 {
 		t.Errorf("%d ingress.reconcile calls for a push-only source", n)
 	}

@@ -100,7 +100,7 @@ func (e *Engine) Sources() ([]SourceStatus, error) {
 func (e *Engine) ReconcileSource(ctx context.Context, source string) (ReconcileReport, error) {
 	for _, t := range e.reconcile.registered() {
 		if t.src.Name == source {
-			return e.reconcile.scan(ctx, t.pkg, t.src)
+			return e.Reconcile(ctx, t.pkg, source)
 		}
 	}
 	return ReconcileReport{Source: source}, protocol.Errorf(protocol.ErrNotFound,
