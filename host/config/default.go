@@ -67,8 +67,10 @@ var demoEntries = map[string]jsontext.Value{
 
 // demoRoutes are the handlers the demo routes its scope's Events to, after
 // the manual route, when a package declares them: the schedule handler
-// turns each job run into Work.
-var demoRoutes = []string{"schedule"}
+// turns each job run into Work, the notes handler each thread of notes
+// posted to the demo's notes path, the webhook handler each key of signed
+// deliveries (once the operator gives the demo's webhook entry a secret).
+var demoRoutes = []string{"schedule", "notes", "webhook"}
 
 // anyDeclaresHandler reports whether one of pkgs declares the route handler.
 func anyDeclaresHandler(pkgs []*protocol.Manifest, handler string) bool {

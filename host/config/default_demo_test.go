@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -45,5 +46,32 @@ func TestDefaultDemoSchedulesAJobAndRoutesItsRuns(t *testing.T) {
 				t.Errorf("the demo has problems:\n%v", ps)
 			}
 		})
+	}
+}
+
+// TestDefaultDemoRoutesEachBundledHandlerInOrder: with the schedule, notes
+// and webhook packages, the demo routes to each handler after the manual
+// route, in that order, on the demo's binding, and checks clean.
+func TestDefaultDemoRoutesEachBundledHandlerInOrder(t *testing.T) {
+	var pkgs []*protocol.Manifest
+	for _, name := range []string{"webhook", "notes", "schedule"} {
+		pkgs = append(pkgs, &protocol.Manifest{Name: name, Protocol: protocol.Versions, Command: []string{"x"}, Provides: protocol.Provides{
+			Extensions: []protocol.ExtensionType{{Type: name}},
+			Routes:     []protocol.Route{{Handler: name}},
+		}})
+	}
+	s := Default(pkgs).Scopes[0]
+	var got []string
+	for _, r := range s.Routes {
+		if r.Binding != DefaultScope {
+			t.Errorf("route %+v is not on the demo binding", r)
+		}
+		got = append(got, r.Handler)
+	}
+	if want := []string{ManualHandler, "schedule", "notes", "webhook"}; !slices.Equal(got, want) {
+		t.Errorf("routes %v, want %v", got, want)
+	}
+	if ps := Check(Default(pkgs), pkgs); len(ps) != 0 {
+		t.Errorf("the demo has problems:\n%v", ps)
 	}
 }
