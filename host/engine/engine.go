@@ -69,6 +69,15 @@ type Deps struct {
 	// DryRun says the daemon runs a dry run: Work of a timed kind, which
 	// runs on a clock, is not created.
 	DryRun bool
+	// Toolbelt is the toolbelt's Unix socket path, given to every
+	// execution.
+	Toolbelt string
+	// Binary is the open-conduit executable, given to every execution
+	// (protocol.EnvBinary).
+	Binary string
+	// Getenv reads the daemon's environment, for a binding's pass_env
+	// names (default: none passed).
+	Getenv func(string) (string, bool)
 }
 
 // Engine is the running engine. Build it with New, then Start it.
