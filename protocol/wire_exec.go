@@ -98,10 +98,13 @@ type ExecutorRunResult struct {
 	Recovery jsontext.Value `json:"recovery,omitzero"`
 }
 
-// ExecutionRef names one execution under its lease.
+// ExecutionRef names one execution under its lease, and the executor that
+// runs it (so a package with several executors, restarted, knows whose it
+// is).
 type ExecutionRef struct {
 	Execution string `json:"execution_id"`
 	Epoch     uint64 `json:"lease_epoch"`
+	Executor  string `json:"executor,omitempty"`
 }
 
 // ExecutorWaitParams observes an execution until it settles. Cancelling
