@@ -37,6 +37,8 @@ type (
 	ExecutorStopResult = protocol.ExecutorStopResult
 	// ExecutorInjectParams hands a running execution one line of input.
 	ExecutorInjectParams = protocol.ExecutorInjectParams
+	// ExecutorResumeParams resumes a waiting execution with new input.
+	ExecutorResumeParams = protocol.ExecutorResumeParams
 	// ExecutorLiveParams asks for a running execution's output so far.
 	ExecutorLiveParams = protocol.ExecutorLiveParams
 	// ExecutorLiveResult is a running execution's outputs so far.
@@ -65,12 +67,14 @@ var (
 	ErrNotAdoptable = protocol.ErrNotAdoptable
 	// ErrNotLive: Live has no output to show.
 	ErrNotLive = protocol.ErrNotLive
+	// ErrNotAccepting: the execution takes no input now (Inject, Resume).
+	ErrNotAccepting = protocol.ErrNotAccepting
 )
 
 // ExecutorFuncs are an executor's methods. Run, Wait and Recover are
 // required; each optional one set declares what it serves: Stop the stop
-// control, Interrupt and Inject the capabilities of those names, Live the
-// live control. An execution outlives the process that started it, so every
+// control, Interrupt, Inject and Resume the capabilities of those names,
+// Live the live control. An execution outlives the process that started it, so every
 // method but Run may be asked about an execution this process did not
 // start: Recover adopts one, and Stop carries its recovery metadata.
 type ExecutorFuncs struct {
@@ -89,6 +93,8 @@ type ExecutorFuncs struct {
 	Interrupt func(ctx context.Context, r *Request, ref ExecutionRef) error
 	// Inject hands a running execution one line of input.
 	Inject func(ctx context.Context, r *Request, p ExecutorInjectParams) error
+	// Resume hands a waiting execution new input.
+	Resume func(ctx context.Context, r *Request, p ExecutorResumeParams) error
 	// Live answers a running execution's output so far.
 	Live func(ctx context.Context, r *Request, p ExecutorLiveParams) (ExecutorLiveResult, error)
 }
@@ -136,6 +142,7 @@ func (x *Extension) Executor(name string, f ExecutorFuncs, opts ...ExecutorOptio
 	}
 	d.Capabilities.Interrupt = f.Interrupt != nil
 	d.Capabilities.Inject = f.Inject != nil
+	d.Capabilities.Resume = f.Resume != nil
 	for _, o := range opts {
 		o(&d)
 	}
@@ -203,6 +210,17 @@ func (x *Extension) serveExecutors() {
 				return protocol.ExecutorControlResult{}, err
 			}
 			return protocol.ExecutorControlResult{}, f.Inject(ctx, r, p)
+		}))
+	x.Method(protocol.MethodExecutorResume, typed(protocol.MethodExecutorResume,
+		func(ctx context.Context, r *Request, p ExecutorResumeParams) (protocol.ExecutorControlResult, error) {
+			f, err := x.executor(r, p.Executor, "resume")
+			if err == nil && f.Resume == nil {
+				err = undeclaredControl(r.Name, "resume")
+			}
+			if err != nil {
+				return protocol.ExecutorControlResult{}, err
+			}
+			return protocol.ExecutorControlResult{}, f.Resume(ctx, r, p)
 		}))
 	x.Method(protocol.MethodExecutorLive, typed(protocol.MethodExecutorLive,
 		func(ctx context.Context, r *Request, p ExecutorLiveParams) (ExecutorLiveResult, error) {

@@ -52,6 +52,10 @@ func every(name string, seen *sync.Map) sdk.ExecutorFuncs {
 		seen.Store(name+":inject", p.Text)
 		return nil
 	}
+	f.Resume = func(_ context.Context, _ *sdk.Request, p sdk.ExecutorResumeParams) error {
+		seen.Store(name+":resume", p.Text)
+		return nil
+	}
 	f.Live = func(_ context.Context, _ *sdk.Request, p sdk.ExecutorLiveParams) (sdk.ExecutorLiveResult, error) {
 		return sdk.ExecutorLiveResult{Outputs: []sdk.LiveOutput{{Name: "stdout", Size: int64(p.Tail)}}}, nil
 	}
@@ -72,8 +76,8 @@ func TestExecutorDeclaresControlsAndCapabilitiesFromItsFuncs(t *testing.T) {
 	}{
 		{"required funcs alone declare nothing optional", required("acme-bare", &seen), nil, nil,
 			sdk.Executor{Name: "acme-bare"}},
-		{"every func declares stop, live, interrupt and inject", every("acme-full", &seen), nil, []string{protocol.ControlStop, protocol.ControlLive},
-			sdk.Executor{Name: "acme-full", Capabilities: protocol.Capabilities{Interrupt: true, Inject: true}}},
+		{"every func declares stop, live, interrupt, inject and resume", every("acme-full", &seen), nil, []string{protocol.ControlStop, protocol.ControlLive},
+			sdk.Executor{Name: "acme-full", Capabilities: protocol.Capabilities{Interrupt: true, Inject: true, Resume: true}}},
 		{"options set the pool, the fields and the toolbelt", required("acme-jobs", &seen),
 			[]sdk.ExecutorOption{sdk.JobsPool(), sdk.ExecutorFields(sdk.Field{Name: "argv"}), sdk.ExecutorToolbelt("cli")}, nil,
 			sdk.Executor{Name: "acme-jobs", Pool: "jobs", Fields: []sdk.Field{{Name: "argv"}}, Capabilities: protocol.Capabilities{Toolbelt: []string{"cli"}}}},
@@ -88,6 +92,7 @@ func TestExecutorDeclaresControlsAndCapabilitiesFromItsFuncs(t *testing.T) {
 			if len(got) != 1 || got[0].Name != tc.want.Name || !slices.Equal(got[0].Controls, tc.want.Controls) ||
 				got[0].Pool != tc.want.Pool || len(got[0].Fields) != len(tc.want.Fields) ||
 				got[0].Capabilities.Interrupt != tc.want.Capabilities.Interrupt || got[0].Capabilities.Inject != tc.want.Capabilities.Inject ||
+				got[0].Capabilities.Resume != tc.want.Capabilities.Resume ||
 				!slices.Equal(got[0].Capabilities.Toolbelt, tc.want.Capabilities.Toolbelt) {
 				t.Errorf("declared %+v, want %+v", got, tc.want)
 			}
@@ -161,6 +166,12 @@ func TestExecutorMethodsDispatchByTheExecutorTheyName(t *testing.T) {
 	if v, _ := seen.Load("full:inject"); v != "hi" {
 		t.Errorf("inject got %v", v)
 	}
+	if err := h.Raw(ctx, protocol.MethodExecutorResume, sdk.ExecutorResumeParams{ExecutionRef: ref("pair-full"), Text: "go on"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := seen.Load("full:resume"); v != "go on" {
+		t.Errorf("resume got %v", v)
+	}
 	var stop sdk.ExecutorStopResult
 	if err := h.Raw(ctx, protocol.MethodExecutorStop, sdk.ExecutorStopParams{ExecutionRef: ref("pair-full")}, &stop); err != nil || !stop.Stopped {
 		t.Errorf("stop on full: %+v, %v", stop, err)
@@ -177,6 +188,7 @@ func TestExecutorMethodsDispatchByTheExecutorTheyName(t *testing.T) {
 		want   *protocol.Error
 	}{
 		{"interrupt on an executor without it", protocol.MethodExecutorInterrupt, ref("pair-bare"), protocol.ErrUndeclared},
+		{"resume on an executor without it", protocol.MethodExecutorResume, sdk.ExecutorResumeParams{ExecutionRef: ref("pair-bare")}, protocol.ErrUndeclared},
 		{"stop on an executor without it", protocol.MethodExecutorStop, sdk.ExecutorStopParams{ExecutionRef: ref("pair-bare")}, protocol.ErrUndeclared},
 		{"live on an executor without it", protocol.MethodExecutorLive, sdk.ExecutorLiveParams{ExecutionRef: ref("pair-bare")}, protocol.ErrUndeclared},
 		{"run on an undeclared executor", protocol.MethodExecutorRun, sdk.ExecutorRunParams{Execution: "x_1", Executor: "pair-ghost"}, protocol.ErrUndeclared},
