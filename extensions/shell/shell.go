@@ -33,9 +33,11 @@
 // for the binding), then OPEN_CONDUIT_INPUTS.
 //
 // An execution's recovery metadata (Recovery) is the wrapper's pid and
-// start time and the run directory's files; a later process of the package
-// adopts the execution only when a process with that pid and that start
-// time still runs (or the exit file says it ended), never by pid alone.
+// start time (members "pid" and "start_ticks", the names the daemon records
+// detached work by) and the run directory's files; a later process of the
+// package adopts the execution only when a process with that pid and that
+// start time still runs (or the exit file says it ended), never by pid
+// alone.
 // The executor serves stop (SIGTERM to the group, SIGKILL after a grace,
 // with the evidence of which check found the group empty), interrupt
 // (SIGINT to the group), inject and resume (a line on stdin) and live (the

@@ -60,6 +60,7 @@ type pkg struct {
 
 	mu        sync.Mutex
 	persisted []protocol.ExecutionPersistRecoveryParams
+	refuse    error // what execution.persist_recovery answers, once recorded
 }
 
 // startPackage starts a process of the package on stateDir; a test that
@@ -79,8 +80,11 @@ func startPackage(t *testing.T, stateDir string) *pkg {
 			return nil, err
 		}
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.persisted = append(p.persisted, pr)
-		p.mu.Unlock()
+		if p.refuse != nil {
+			return nil, p.refuse
+		}
 		return protocol.ExecutionPersistRecoveryResult{}, nil
 	})
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
@@ -304,6 +308,49 @@ func TestRunWaitSettlesByExitStatusWithOutputsAsArtifacts(t *testing.T) {
 				t.Errorf("stderr artifact %q, want %q", out, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestRefusedRecoveryMetadataStopsTheCommandAndFailsTheRun: a host that
+// refuses the first metadata (a superseded lease) gets its own refusal
+// back, and nothing of the attempt runs on: its group is gone and its
+// artifacts abandoned. A retried run of a started execution starts
+// nothing more.
+func TestRefusedRecoveryMetadataStopsTheCommandAndFailsTheRun(t *testing.T) {
+	p := startPackage(t, t.TempDir())
+	p.mu.Lock()
+	p.refuse = protocol.Errorf(protocol.ErrConflict, "lease epoch 1 is superseded")
+	p.mu.Unlock()
+	err := p.call(protocol.MethodExecutorRun, params("x_refused", script("sleep 300")), nil)
+	if !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), "superseded") {
+		t.Fatalf("run: %v, want the host's conflict", err)
+	}
+	_, rec := p.lastRecovery()
+	t.Cleanup(func() { killGroup(rec) })
+	if left := groupMembers(rec.PID, rec.StartTicks); len(left) != 0 {
+		t.Errorf("processes %v of a refused attempt run on", left)
+	}
+	arts := p.mem.Artifacts()
+	if len(arts) != 2 {
+		t.Errorf("the refused attempt opened %d artifacts, want stdout and stderr", len(arts))
+	}
+	for _, a := range arts {
+		if !a.Aborted {
+			t.Errorf("artifact %s of a refused attempt is not abandoned", a.Name)
+		}
+	}
+
+	p.mu.Lock()
+	p.refuse = nil
+	p.mu.Unlock()
+	first := startRun(t, p, params("x_twice", script("read line")))
+	var again sdk.ExecutorRunResult
+	if err := p.call(protocol.MethodExecutorRun, params("x_twice", script("read line")), &again); err != nil {
+		t.Fatal(err)
+	}
+	var second Recovery
+	if err := json.Unmarshal(again.Recovery, &second); err != nil || second.PID != first.PID || second.StartTicks != first.StartTicks {
+		t.Errorf("a retried run answered %+v, want the first run's process %d", second, first.PID)
 	}
 }
 
