@@ -14,7 +14,8 @@
 //
 // Each attempt runs in its own session and process group (setsid), with
 // its working directory the attempt's run directory,
-// <state_dir>/runs/<execution_id>, which holds:
+// <state_dir>/runs/<execution_id> (removed KeepRuns after the command
+// ended), which holds:
 //
 //   - inputs.json: the Work, its inputs, what woke the attempt and the
 //     Work's context, as JSON (Inputs); its path is in OPEN_CONDUIT_INPUTS;
@@ -144,11 +145,58 @@ func Extension() *sdk.Extension {
 			))
 }
 
+// KeepRuns is how long an ended attempt's run directory is kept (its
+// outputs are in their artifacts by then); a run prunes older ones.
+var KeepRuns = 24 * time.Hour
+
+// pruneEvery spaces the prunes, so a busy binding does not list the runs
+// directory at every attempt.
+const pruneEvery = 10 * time.Minute
+
 // executor is the package's state: the executions this process started or
 // adopted.
 type executor struct {
-	mu   sync.Mutex
-	runs map[string]*run
+	mu     sync.Mutex
+	runs   map[string]*run
+	pruned time.Time
+}
+
+// prune removes the run directories of attempts that ended (their exit
+// file was written) longer than KeepRuns ago, and forgets their runs. A
+// directory with no exit file may belong to a command that still runs, or
+// that an adopter has yet to settle: it is left alone.
+func (e *executor) prune(runs string, now time.Time) {
+	e.mu.Lock()
+	if now.Sub(e.pruned) < pruneEvery {
+		e.mu.Unlock()
+		return
+	}
+	e.pruned = now
+	e.mu.Unlock()
+	ents, err := os.ReadDir(runs)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		st, err := os.Stat(filepath.Join(runs, ent.Name(), "exit"))
+		if err != nil || now.Sub(st.ModTime()) < KeepRuns {
+			continue
+		}
+		e.mu.Lock()
+		if rn := e.runs[ent.Name()]; rn != nil {
+			select {
+			case <-rn.done:
+				delete(e.runs, ent.Name())
+			default:
+				e.mu.Unlock()
+				continue
+			}
+		}
+		e.mu.Unlock()
+		if err := os.RemoveAll(filepath.Join(runs, ent.Name())); err != nil {
+			logf("shell: pruning run directory %s: %v", ent.Name(), err)
+		}
+	}
 }
 
 // executionID is what an execution ID may be: it names a directory.
@@ -216,6 +264,7 @@ func (e *executor) run(ctx context.Context, r *sdk.Request, p sdk.ExecutorRunPar
 	if state == "" {
 		return sdk.ExecutorRunResult{}, sdk.Errorf(sdk.ErrUnsupported, "the host named no state directory, where the shell executor keeps its runs")
 	}
+	e.prune(filepath.Join(state, "runs"), time.Now())
 	rn, err := start(r.Host, filepath.Join(state, "runs", p.Execution), c, p)
 	if err != nil {
 		return sdk.ExecutorRunResult{}, err

@@ -626,3 +626,33 @@ func TestRecoverAdoptsOnlyWhatItCanProve(t *testing.T) {
 		t.Errorf("wait %+v, want failed with exit 4", got)
 	}
 }
+
+// TestPruneRemovesOnlyLongEndedRuns: an ended run older than KeepRuns goes,
+// a recent one and one with no exit status (perhaps still running) stay.
+func TestPruneRemovesOnlyLongEndedRuns(t *testing.T) {
+	runs := t.TempDir()
+	now := time.Now()
+	old := now.Add(-KeepRuns - time.Hour)
+	for name, exit := range map[string]*time.Time{"x_old": &old, "x_recent": &now, "x_running": nil} {
+		dir := filepath.Join(runs, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if exit != nil {
+			path := filepath.Join(dir, "exit")
+			if err := os.WriteFile(path, []byte("0\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, *exit, *exit); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e := &executor{runs: map[string]*run{}}
+	e.prune(runs, now)
+	for name, want := range map[string]bool{"x_old": false, "x_recent": true, "x_running": true} {
+		if _, err := os.Stat(filepath.Join(runs, name)); (err == nil) != want {
+			t.Errorf("%s kept %v, want %v", name, err == nil, want)
+		}
+	}
+}
