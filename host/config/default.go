@@ -16,7 +16,9 @@ const DefaultScope = "demo"
 // scope "demo" with an entry of every extension type pkgs declare (named
 // after the type, config {} unless demoEntries gives the type a demo
 // config), a binding "demo" granting every handler operation they declare
-// plus the builtins, a manual route on that binding, and after it a route
+// plus the builtins and, when a package declares the executor
+// DemoExecutor, running each Work's attempts through it with demoCommand,
+// a manual route on that binding, and after it a route
 // on each of demoRoutes' handlers a package declares. It names no
 // connection and no secret, so it passes Check for any valid set of
 // manifests; each package may still refuse an entry's empty config when it
@@ -48,7 +50,12 @@ func Default(pkgs []*protocol.Manifest) *Config {
 			}
 		}
 	}
-	s.Bindings = []Binding{{Name: DefaultScope, Operations: ops}}
+	b := Binding{Name: DefaultScope, Operations: ops}
+	if anyDeclaresExecutor(pkgs, DemoExecutor) {
+		b.Executor = DemoExecutor
+		b.Config = jsontext.Value(demoCommand)
+	}
+	s.Bindings = []Binding{b}
 	s.Routes = []Route{{Handler: ManualHandler, Binding: DefaultScope}}
 	for _, h := range demoRoutes {
 		if anyDeclaresHandler(pkgs, h) {
@@ -71,6 +78,23 @@ var demoEntries = map[string]jsontext.Value{
 // posted to the demo's notes path, the webhook handler each key of signed
 // deliveries (once the operator gives the demo's webhook entry a secret).
 var demoRoutes = []string{"schedule", "notes", "webhook"}
+
+// DemoExecutor is the executor the demo's binding runs Work with, when a
+// package declares it: the bundled shell package's.
+const DemoExecutor = "shell"
+
+// demoCommand is the demo binding's shell config: the script reads its
+// Work's context through the toolbelt, says what it runs and completes, so
+// every demo Work (a schedule run, an emitted Event, a notes thread) goes
+// from pending through running to completed.
+const demoCommand = `{"command": "\"$OPEN_CONDUIT\" call read_context >/dev/null && echo \"ran $OPEN_CONDUIT_WORK\"", "timeout_seconds": 60}`
+
+// anyDeclaresExecutor reports whether one of pkgs declares the executor.
+func anyDeclaresExecutor(pkgs []*protocol.Manifest, executor string) bool {
+	return slices.ContainsFunc(pkgs, func(m *protocol.Manifest) bool {
+		return m != nil && slices.ContainsFunc(m.Provides.Executors, func(x protocol.Executor) bool { return x.Name == executor })
+	})
+}
 
 // anyDeclaresHandler reports whether one of pkgs declares the route handler.
 func anyDeclaresHandler(pkgs []*protocol.Manifest, handler string) bool {

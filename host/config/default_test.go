@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	json "github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -130,5 +133,45 @@ func TestDefaultDeduplicatesTypes(t *testing.T) {
 	c := Default(pkgs)
 	if n := len(c.Scopes[0].Entries); n != 1 {
 		t.Fatalf("want one entry for a type declared twice, got %d", n)
+	}
+}
+
+// TestDefaultRunsWorkThroughShellWhenDeclared: the demo binding names the
+// shell executor, with a command that parses, only when a package declares
+// it; the config still passes Check either way.
+func TestDefaultRunsWorkThroughShellWhenDeclared(t *testing.T) {
+	shell := pkg("shell", func(p *protocol.Provides) {
+		p.Executors = append(p.Executors, protocol.Executor{Name: DemoExecutor})
+	})
+	for _, tc := range []struct {
+		name string
+		pkgs []*protocol.Manifest
+		want string
+	}{
+		{"shell declared", []*protocol.Manifest{pkg("hello", extType("hello")), shell}, DemoExecutor},
+		{"no shell", []*protocol.Manifest{pkg("hello", extType("hello"))}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default(tc.pkgs)
+			b := c.Scopes[0].Bindings[0]
+			if b.Executor != tc.want {
+				t.Fatalf("binding executor %q, want %q", b.Executor, tc.want)
+			}
+			if tc.want == "" {
+				if len(b.Config) != 0 {
+					t.Errorf("a binding with no executor has config %s", b.Config)
+				}
+			} else {
+				var cmd struct {
+					Command string `json:"command"`
+				}
+				if err := json.Unmarshal(b.Config, &cmd); err != nil || !strings.Contains(cmd.Command, "call read_context") {
+					t.Errorf("binding config %s (%v) is not a command calling read_context", b.Config, err)
+				}
+			}
+			if ps := Check(c, tc.pkgs); len(ps) != 0 {
+				t.Errorf("the default has problems:\n%v", ps)
+			}
+		})
 	}
 }
