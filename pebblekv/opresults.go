@@ -22,8 +22,9 @@ type OpResult struct {
 func opResultKey(pkg, requestID string) []byte { return famKey(famOpResult, requestID, pkg) }
 
 // PutOpResult commits a handler operation's result under (pkg, request
-// ID), once: writing the same result again changes nothing, so a caller
-// may commit after a retry it could not tell from the first call.
+// ID), once: writing the same result again (the same operation, output
+// and instant) changes nothing, so a caller may commit after a retry it
+// could not tell from the first call.
 //
 // # Refusals
 //
@@ -44,6 +45,8 @@ func (tx *Tx) PutOpResult(pkg, requestID string, res OpResult) error {
 	case protocol.PayloadSize(res.Output) > protocol.MaxPayloadBytes:
 		return protocol.Errorf(protocol.ErrTooLarge, "operation %s's output is %d bytes; keep it within %d", res.Operation, protocol.PayloadSize(res.Output), protocol.MaxPayloadBytes)
 	}
+	// The same instant in another zone is the same result.
+	res.At = res.At.UTC()
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return protocol.Errorf(protocol.ErrInvalid, "operation %s's output cannot be encoded (its data must be valid JSON): %v", res.Operation, err)
