@@ -2,7 +2,7 @@
 // extension in Go; it is the only package an extension needs (sdk/sdktest
 // for its tests). Start with New, register each surface (Operation with a
 // typed Handler, EntryType, Configure, Validate, Migrate, Task, Check,
-// Family, IngressType …), which also declares it in the manifest, and hand
+// Family, IngressType, Executor …), which also declares it in the manifest, and hand
 // the extension to Main:
 //
 //	func main() {
@@ -16,8 +16,9 @@
 // a terminal how to run it instead.
 //
 // Every handler gets a *Request: the Host (the client for the host's
-// methods: KV with precondition batches, deliveries, artifacts and any
-// other method by name) and, for an operation call, who the call is for
+// methods: KV with precondition batches, deliveries, artifacts, an
+// execution's recovery metadata, a Wait's progress and any other method by
+// name) and, for an operation call, who the call is for
 // and its idempotency key. The wire types an author meets (Authority,
 // Payload, Emission, Entry …) and the error sentinels are here as aliases
 // of the protocol's. The package imports nothing of the host, so an

@@ -34,6 +34,8 @@ type Extension struct {
 	routes map[string]*routeHandler
 	// triggers are the Work kinds' trigger choices (Trigger).
 	triggers map[string]TriggerFunc
+	// executors are the executors' methods (Executor).
+	executors map[string]*ExecutorFuncs
 }
 
 // Option sets what New cannot infer: a manifest field, or what the
