@@ -8,6 +8,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
 	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/extensions/runner"
 	"github.com/open-conduit/open-conduit/extensions/schedule"
 	"github.com/open-conduit/open-conduit/extensions/webhook"
 	"github.com/open-conduit/open-conduit/sdk"
@@ -17,6 +18,7 @@ import (
 var Served = map[string]func() *sdk.Extension{
 	hello.Name:    hello.Extension,
 	notes.Name:    notes.Extension,
+	runner.Name:   runner.Extension,
 	schedule.Name: schedule.Extension,
 	webhook.Name:  webhook.Extension,
 }
