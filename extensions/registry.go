@@ -8,6 +8,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/hello"
 	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/extensions/runner"
 	"github.com/open-conduit/open-conduit/extensions/schedule"
 	"github.com/open-conduit/open-conduit/extensions/shell"
 	"github.com/open-conduit/open-conduit/extensions/webhook"
@@ -18,6 +19,7 @@ import (
 var Served = map[string]func() *sdk.Extension{
 	hello.Name:    hello.Extension,
 	notes.Name:    notes.Extension,
+	runner.Name:   runner.Extension,
 	schedule.Name: schedule.Extension,
 	shell.Name:    shell.Extension,
 	webhook.Name:  webhook.Extension,
