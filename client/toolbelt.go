@@ -27,6 +27,10 @@ const ToolbeltCallPath = "/v1/call"
 // refuses a longer one too_large.
 const MaxToolbeltRequest = 1 << 20
 
+// MaxToolbeltRequestID bounds a request ID, which is printable ASCII
+// without spaces.
+const MaxToolbeltRequestID = 128
+
 // MaxToolbeltAnswer bounds a toolbelt answer, as the protocol bounds a
 // message.
 const MaxToolbeltAnswer = protocol.MaxMessageBytes

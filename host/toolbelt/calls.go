@@ -20,6 +20,10 @@ const (
 	BuiltinDeclareOutcome = "declare_outcome"
 )
 
+// builtinOwner is the package name the builtins' replay records are kept
+// under: core's own, which no package may take.
+const builtinOwner = "core"
+
 // call runs one granted operation for execution x.
 func (s *Server) call(ctx context.Context, x pebblekv.Execution, req client.ToolbeltRequest) (client.ToolbeltAnswer, error) {
 	g, err := s.grant(x, req.Operation)
@@ -30,14 +34,14 @@ func (s *Server) call(ctx context.Context, x pebblekv.Execution, req client.Tool
 	case BuiltinReadContext:
 		return s.readContext(x)
 	case BuiltinWait:
-		return s.replayable(ctx, x, "", req, func(ctx context.Context) (protocol.Payload, error) { return s.builtinWait(ctx, x, req.Input) })
+		return s.replayable(ctx, x, builtinOwner, req, func(ctx context.Context) (protocol.Payload, error) { return s.builtinWait(ctx, x, req.Input) })
 	case BuiltinDeclareOutcome:
 		return s.declareOutcome(ctx, x, req.Input)
 	}
 	pkg, op := s.deps.Packages.OperationOwner(req.Operation)
 	if pkg == "" {
-		return client.ToolbeltAnswer{}, protocol.Errorf(protocol.ErrNotFound,
-			"no package declares operation %q; binding %q grants it, so install the package that declares it, or take it out of the binding", req.Operation, x.Binding)
+		return client.ToolbeltAnswer{}, protocol.Errorf(protocol.ErrUndeclared,
+			"no installed package declares operation %q; binding %q grants it, so install the package that declares it, or take it out of the binding", req.Operation, x.Binding)
 	}
 	params := protocol.OperationCallParams{
 		Operation: req.Operation,

@@ -16,9 +16,6 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// MaxRequestID bounds a call's request ID.
-const MaxRequestID = 128
-
 // strict reads the toolbelt's requests and the builtins' inputs: exact
 // names, nothing unknown.
 var strict = json.JoinOptions(json.RejectUnknownMembers(true), json.MatchCaseInsensitiveNames(false))
@@ -39,9 +36,13 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		x, err := s.authenticate(r)
-		if err != nil {
+		switch {
+		case protocol.CodeOf(err) == protocol.CodeUnauthorized:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="open-conduit toolbelt"`)
-			s.write(w, http.StatusUnauthorized, client.ToolbeltAnswer{Error: &client.Error{Code: protocol.CodeOf(err), Message: err.Error()}})
+			s.write(w, http.StatusUnauthorized, client.ToolbeltAnswer{Error: &client.Error{Code: protocol.CodeUnauthorized, Message: err.Error()}})
+			return
+		case err != nil:
+			s.fail(w, err)
 			return
 		}
 		req, err := readCall(r)
@@ -98,8 +99,8 @@ func readCall(r *http.Request) (client.ToolbeltRequest, error) {
 	switch {
 	case req.Operation == "":
 		return req, protocol.Errorf(protocol.ErrInvalid, "the request names no operation")
-	case len(req.RequestID) > MaxRequestID:
-		return req, protocol.Errorf(protocol.ErrInvalid, "the request ID is over %d bytes; use a shorter one", MaxRequestID)
+	case len(req.RequestID) > client.MaxToolbeltRequestID:
+		return req, protocol.Errorf(protocol.ErrInvalid, "the request ID is over %d bytes; use a shorter one", client.MaxToolbeltRequestID)
 	case strings.ContainsFunc(req.RequestID, func(r rune) bool { return r < 0x21 || r > 0x7e }):
 		return req, protocol.Errorf(protocol.ErrInvalid, "the request ID must be printable ASCII without spaces")
 	}

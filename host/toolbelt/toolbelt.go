@@ -149,12 +149,18 @@ func (s *Server) Serve(ln net.Listener) error {
 // being answered; the listener's socket file is removed.
 func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
 
-// Listen listens on the Unix socket path, owner-only (0600, in a directory
-// only the owner may enter, made 0700 when missing). A socket file already
-// there is removed only when nothing answers on it (a dead daemon's); one
-// that answers, or a file that is not a socket, refuses the listen.
+// Listen listens on the Unix socket path, owner-only: the socket is 0600,
+// in a directory (made 0700 when missing) that must be this user's and
+// writable by no one else, or another user could have planted what is
+// there. A socket file already there is removed only when it is this
+// user's and nothing answers on it (a dead daemon's); one that answers,
+// another user's, or a file that is not a socket refuses the listen.
 func Listen(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := ownDir(dir); err != nil {
 		return nil, err
 	}
 	if err := removeStale(path); err != nil {
@@ -171,7 +177,32 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// removeStale removes a socket file nothing answers on.
+// ownDir refuses a directory another user owns or may write to.
+func ownDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s, where the toolbelt's socket goes, is not a directory", dir)
+	case ownerOf(fi) != os.Getuid():
+		return fmt.Errorf("%s, where the toolbelt's socket goes, is owned by user %d, not by you (user %d): use a state directory of your own", dir, ownerOf(fi), os.Getuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s, where the toolbelt's socket goes, can be written by its group or others (mode %04o): run 'chmod go-w %s'", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+// ownerOf is the user owning fi's file (-1 when the system does not say).
+func ownerOf(fi os.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+// removeStale removes a socket file of this user's that nothing answers
+// on.
 func removeStale(path string) error {
 	fi, err := os.Lstat(path)
 	switch {
@@ -181,6 +212,8 @@ func removeStale(path string) error {
 		return err
 	case fi.Mode().Type() != os.ModeSocket:
 		return fmt.Errorf("%s is in the way of the toolbelt's socket and is not a socket: move it away", path)
+	case ownerOf(fi) != os.Getuid():
+		return fmt.Errorf("%s is a socket of user %d, not yours: another user may be answering in the toolbelt's place; have it removed", path, ownerOf(fi))
 	}
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err == nil {
