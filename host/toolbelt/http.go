@@ -107,6 +107,9 @@ func readCall(r *http.Request) (client.ToolbeltRequest, error) {
 	if len(req.Input) == 0 {
 		req.Input = []byte("{}")
 	}
+	if req.Input.Kind() != '{' {
+		return req, protocol.Errorf(protocol.ErrInvalid, "the input must be a JSON object, such as {\"text\":\"hi\"}; pass {} for none")
+	}
 	return req, nil
 }
 

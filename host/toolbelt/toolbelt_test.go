@@ -397,6 +397,8 @@ func TestRequestBounds(t *testing.T) {
 		{"over 1 MiB", big, http.StatusRequestEntityTooLarge, protocol.CodeTooLarge},
 		{"not JSON", []byte(`{"operation":`), http.StatusBadRequest, protocol.CodeInvalid},
 		{"no operation", []byte(`{"input":{}}`), http.StatusBadRequest, protocol.CodeInvalid},
+		{"input not an object", []byte(`{"operation":"notes.add","input":[1]}`), http.StatusBadRequest, protocol.CodeInvalid},
+		{"unknown member", []byte(`{"operation":"notes.add","inputs":{}}`), http.StatusBadRequest, protocol.CodeInvalid},
 		{"request ID with a space", []byte(`{"operation":"notes.add","request_id":"a b"}`), http.StatusBadRequest, protocol.CodeInvalid},
 		{"request ID too long", fmt.Appendf(nil, `{"operation":"notes.add","request_id":%q}`, strings.Repeat("r", client.MaxToolbeltRequestID+1)), http.StatusBadRequest, protocol.CodeInvalid},
 	} {
