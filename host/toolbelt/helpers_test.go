@@ -188,7 +188,7 @@ func (p *fakePackages) callsOf(method string) []pkgCall {
 
 // rig is a toolbelt serving on a real Unix socket over a real store.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	eng    *fakeEngine
 	pkgs   *fakePackages
 	db     *pebblekv.DB
@@ -230,7 +230,7 @@ const (
 // newRig serves a toolbelt whose binding "agent" grants the builtins,
 // notes.add (a handler of package notes) and gh.wait (a wait operation of
 // package gh), but not notes.delete; binding "quiet" has toolbelt none.
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	dir := shortDir(t)
 	db, err := pebblekv.Open(filepath.Join(dir, "db"), nil)
@@ -290,7 +290,7 @@ func newRig(t *testing.T) *rig {
 
 // shortDir is a fresh owner-only directory with a short path: a Unix
 // socket's path must fit in 108 bytes, which a test's TempDir may not.
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "tb")
 	if err != nil {
