@@ -51,7 +51,9 @@ type runner struct {
 	ctx    context.Context
 	stdout io.Writer
 	stderr io.Writer
-	path   string
+	// stdin is the process's standard input (call --input -).
+	stdin io.Reader
+	path  string
 	// flags are the command's parsed flags (for hints that repeat them).
 	flags *pflag.FlagSet
 	// asJSON is --json: emit prints JSON instead of the table.
@@ -85,6 +87,7 @@ func tree() *command {
 			routeCommand(),
 			timersCommand(),
 			ingressCommand(),
+			callCommand(),
 			doctorCommand(),
 			configCommand(),
 			demoCommand(),
@@ -200,7 +203,7 @@ func (inv *invocation) runner(ctx context.Context, stdout, stderr io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	return &runner{ctx: ctx, stdout: stdout, stderr: stderr, path: inv.path, flags: inv.flags, asJSON: inv.json, place: p}, nil
+	return &runner{ctx: ctx, stdout: stdout, stderr: stderr, stdin: os.Stdin, path: inv.path, flags: inv.flags, asJSON: inv.json, place: p}, nil
 }
 
 // misuse prints one line, naming the command and pointing at its --help,

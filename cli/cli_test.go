@@ -52,6 +52,7 @@ var commandFlags = map[string][]string{
 	"timers":             nil,
 	"timers list":        {"state", "json", "after", "limit"},
 	"ingress":            nil,
+	"call":               {"json", "input", "request-id"},
 	"ingress sources":    {"state", "json"},
 	"ingress reconcile":  {"state", "json"},
 	"doctor":             {"state", "json"},

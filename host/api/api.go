@@ -111,6 +111,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// StatusOf is the HTTP status the management API answers an error code
+// with; the toolbelt answers its errors with the same.
+func StatusOf(code string) int { return httpStatus(code) }
+
 // httpStatus maps an error's protocol code onto the HTTP status.
 func httpStatus(code string) int {
 	switch code {

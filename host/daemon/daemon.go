@@ -48,6 +48,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/engine"
+	"github.com/open-conduit/open-conduit/host/toolbelt"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -135,6 +136,8 @@ type Daemon struct {
 
 	// engine routes Events to Work, fires timers and takes ingress in.
 	engine *engine.Engine
+	// toolbelt serves executions' operation calls.
+	toolbelt *toolbelt.Server
 
 	server *api.Server
 	closed chan struct{}
@@ -213,6 +216,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	d.newEngine()
+	if err := d.startToolbelt(); err != nil {
+		return err
+	}
 	if err := d.listenWebhooks(); err != nil {
 		return err
 	}
@@ -310,6 +316,7 @@ func (d *Daemon) shutdown(ctx context.Context) {
 			_ = os.Remove(d.dirs.Socket())
 		}
 		d.cancel()
+		d.stopToolbelt(ctx)
 		d.stopEngine(ctx)
 		d.pkgs.closeAll(ctx)
 		d.procs.release(d.logger)
