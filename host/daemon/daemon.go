@@ -45,6 +45,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/api"
+	"github.com/open-conduit/open-conduit/host/artifacts"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/engine"
@@ -135,6 +136,9 @@ type Daemon struct {
 
 	// engine routes Events to Work, fires timers and takes ingress in.
 	engine *engine.Engine
+	// artifacts keeps what the packages write through artifact.*, under
+	// <state>/artifacts.
+	artifacts *artifacts.Store
 
 	server *api.Server
 	closed chan struct{}
@@ -210,6 +214,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	if err := d.openStore(); err != nil {
+		return err
+	}
+	if d.artifacts, err = artifacts.Open(d.db, filepath.Join(d.opts.StateDir, "artifacts")); err != nil {
 		return err
 	}
 	d.newEngine()
@@ -313,6 +320,9 @@ func (d *Daemon) shutdown(ctx context.Context) {
 		d.stopEngine(ctx)
 		d.pkgs.closeAll(ctx)
 		d.procs.release(d.logger)
+		if d.artifacts != nil {
+			_ = d.artifacts.Close()
+		}
 		if d.db != nil {
 			_ = d.db.Close()
 		}
