@@ -15,8 +15,12 @@ import (
 )
 
 func workCommand() *command {
-	return &command{name: "work", short: "Work made of routed Events: list, show and cancel it",
-		subs: []*command{workListCommand(), workShowCommand(), workInputsCommand(), workCancelCommand()}}
+	return &command{name: "work", short: "Work made of routed Events: list, show, control and cancel it, read its artifacts",
+		subs: []*command{
+			workListCommand(), workShowCommand(), workInputsCommand(), workCancelCommand(),
+			workArtifactsCommand(), workArtifactCommand(), workWaitsCommand(),
+			workInterruptCommand(), workInjectCommand(), workStopCommand(), workLiveCommand(),
+		}}
 }
 
 func workListCommand() *command {
@@ -97,9 +101,12 @@ func workShowCommand() *command {
 		usage: "ID",
 		short: "show one Work: display, keys, state, and its inputs with their routing",
 		long: "Show one Work: its display (title, ref, requester, links), kind, keys, state and\n" +
-			"why, binding, context and grants, how many inputs it has, and its latest inputs:\n" +
-			"each Event's sequence, time and type, and the route that brought it. 'work\n" +
-			"inputs ID' pages through all of them.",
+			"why, binding, context and grants, the Wait it waits on (who declared it, what for,\n" +
+			"its progress and when it wakes), how many inputs it has, its attempts (each\n" +
+			"execution's executor, lease epoch, state, outcome, exit code, start and end), and\n" +
+			"its latest inputs: each Event's sequence, time and type, and the route that\n" +
+			"brought it. 'work inputs ID' pages through all of them; 'work artifacts ID' lists\n" +
+			"what its executions wrote.",
 		minArgs: 1, maxArgs: 1, state: true, json: true,
 		run: func(r *runner, args []string) error {
 			d, err := client.New(r.place.State).WorkDetail(r.ctx, args[0])
@@ -145,8 +152,18 @@ func writeWorkDetail(w io.Writer, d client.WorkDetail) error {
 	} else {
 		fmt.Fprintf(tw, "inputs\t%d\n", n)
 	}
+	if d.Wait != nil {
+		fmt.Fprintf(tw, "wait\t%s\n", waitText(d.Wait, time.Now()))
+	}
+	fmt.Fprintf(tw, "attempts\t%d\n", len(d.Executions))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(d.Executions) > 0 {
+		fmt.Fprintln(w)
+		if err := writeAttempts(w, d.Executions); err != nil {
+			return err
+		}
 	}
 	if len(d.Inputs) == 0 {
 		return nil

@@ -79,7 +79,7 @@ func TestWorkShowSaysHowManyInputsItLeftOut(t *testing.T) {
 			"70 inputs (last 1 shown; 'open-conduit work inputs w_a' lists them all)", ""},
 		// Negative control: every input shown is no truncation.
 		{"whole", client.WorkDetail{Work: client.Work{ID: "w_a", InputCount: 1, Inputs: []string{"e70"}}, Inputs: []client.WorkInput{in}},
-			"inputs   1\n", "shown"},
+			"inputs    1\n", "shown"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,44 @@ func TestWorkShowSaysEverythingAboutTheWork(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "gave no display") || strings.Contains(b.String(), "SEQ") {
 		t.Errorf("without a display or inputs:\n%s", b.String())
+	}
+}
+
+func TestWorkShowListsAttemptsAndTheWait(t *testing.T) {
+	one := 1
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	d := client.WorkDetail{
+		Work: client.Work{ID: "w_a", Scope: "alpha", Kind: "manual", State: "waiting"},
+		Executions: []client.Execution{
+			{ID: "x_1", Attempt: 1, Package: "shell", Executor: "sh", Epoch: 1, State: "settled", Outcome: "failed", Reason: "exit 1", ExitCode: &one, Started: now, Settled: now},
+			{ID: "x_2", Attempt: 2, Package: "shell", Executor: "sh", Epoch: 3, State: "running", Declared: "waiting", DeclaredReason: "CI runs"},
+		},
+		Wait: &client.Wait{ID: "wt_1", Work: "w_a", Owner: "ci", Description: "CI on PR #4", Progress: "3 of 5 checks", Due: now.Add(2 * time.Hour)},
+	}
+	var b bytes.Buffer
+	if err := writeWorkDetail(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"attempts  2", "ATTEMPT", "x_1", "shell/sh", "failed (exit 1)", "declared waiting (CI runs)",
+		"wt_1 by ci: CI on PR #4; 3 of 5 checks; wakes"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, b.String())
+		}
+	}
+	if lines := strings.Split(b.String(), "\n"); !slices.ContainsFunc(lines, func(l string) bool {
+		return strings.HasPrefix(l, "1 ") && strings.Contains(l, "x_1") && strings.Contains(l, "  1  ")
+	}) {
+		t.Errorf("attempt 1's row lacks its exit code 1:\n%s", b.String())
+	}
+	// Negative control: a Work that never ran says 0 attempts, no table,
+	// and no Wait.
+	b.Reset()
+	d.Executions, d.Wait = nil, nil
+	if err := writeWorkDetail(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "attempts  0") || strings.Contains(b.String(), "ATTEMPT") || strings.Contains(b.String(), "wait ") {
+		t.Errorf("a Work that never ran:\n%s", b.String())
 	}
 }
 

@@ -78,14 +78,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, ErrUntrustedSocket) {
-			return errors.Unwrap(err)
-		}
-		var ne *net.OpError
-		if errors.As(err, &ne) || errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w answers at %s: start one with 'open-conduit serve --state %s'", ErrNoDaemon, c.socket, filepath.Dir(c.socket))
-		}
-		return err
+		return c.dialError(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -103,6 +96,19 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+// dialError says what a failed request means: no daemon, or a socket the
+// client does not trust.
+func (c *Client) dialError(err error) error {
+	if errors.Is(err, ErrUntrustedSocket) {
+		return errors.Unwrap(err)
+	}
+	var ne *net.OpError
+	if errors.As(err, &ne) || errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w answers at %s: start one with 'open-conduit serve --state %s'", ErrNoDaemon, c.socket, filepath.Dir(c.socket))
+	}
+	return err
 }
 
 // Status reports the daemon's status.
@@ -147,12 +153,6 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (Events, error) {
 	}
 	var e Events
 	return e, c.do(ctx, http.MethodGet, "/v1/events?"+v.Encode(), nil, &e)
-}
-
-// Waits lists Wait records.
-func (c *Client) Waits(ctx context.Context) (Records, error) {
-	var r Records
-	return r, c.do(ctx, http.MethodGet, "/v1/waits", nil, &r)
 }
 
 // Logs reads the last lines of an extension's stderr log.

@@ -136,17 +136,6 @@ type Events struct {
 	Routes map[string]EventRoute `json:"routes,omitempty"`
 }
 
-// Record is a Wait or other core record, as stored.
-type Record struct {
-	ID     string         `json:"id"`
-	Record map[string]any `json:"record"`
-}
-
-// Records is GET /v1/waits.
-type Records struct {
-	Items []Record `json:"items"`
-}
-
 // Log is GET /v1/logs/{name}: the tail of an extension's stderr log, or
 // what was appended after an offset.
 type Log struct {

@@ -136,7 +136,8 @@ type WorkInput struct {
 	Route *RouteDecision `json:"route,omitempty"`
 }
 
-// WorkDetail is GET /v1/work/{id}: the Work with its latest inputs.
+// WorkDetail is GET /v1/work/{id}: the Work with its latest inputs, its
+// attempts and its active Wait.
 type WorkDetail struct {
 	Work Work `json:"work"`
 	// Inputs are the Work's latest inputs (at most MaxWorkInputs, within
@@ -144,6 +145,11 @@ type WorkDetail struct {
 	// out.
 	Inputs  []WorkInput `json:"inputs"`
 	Omitted int         `json:"omitted,omitzero"`
+	// Executions are its attempts, first to last (GET
+	// /v1/work/{id}/executions reads them alone).
+	Executions []Execution `json:"executions"`
+	// Wait is its active Wait, if it waits.
+	Wait *Wait `json:"wait,omitempty"`
 }
 
 // WorkInputsQuery pages GET /v1/work/{id}/inputs.

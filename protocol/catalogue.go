@@ -264,7 +264,7 @@ var catalogue = []Method{
 	gated(h2e(MethodOperationGate, SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate),
 	gated(h2e(MethodWorkAdmit, SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate),
 	gated(e2h(MethodWorkSettleHold, SurfaceStartGate, "settle a hold the extension's start gate placed", "HU"), PermissionStartGate),
-	e2h(MethodWaitProgress, SurfaceWaitOps, "set the progress line of a Wait the extension owns", "GH"),
+	served(e2h(MethodWaitProgress, SurfaceWaitOps, "set the progress line of a Wait the extension owns", "GH")),
 	e2h(MethodWaitTarget, SurfaceWaitOps, "resolve a <kind>:<name> wait target in the extension's scopes", "GH"),
 	h2e(MethodTargetResolve, SurfaceTargets, "resolve a wait target of a declared kind", "SC"),
 
@@ -287,7 +287,7 @@ var catalogue = []Method{
 	h2e(MethodExecutorAttach, SurfaceAttach, "attach the operator to a running session", "CC"),
 	h2e(MethodExecutorContainerAttach, SurfaceContainerAttach, "attach to Work that ran in a container", "CC"),
 	h2e(MethodExecutorLive, SurfaceLive, "a running attempt's output so far", "CC"),
-	e2h(MethodExecutionPersistRecovery, SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...),
+	served(e2h(MethodExecutionPersistRecovery, SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...)),
 
 	// Workspaces, sandboxes, containers.
 	e2h(MethodResourceAcquire, SurfaceWorkspace, "acquire the binding's workspace for a run", "CC"),
@@ -333,10 +333,10 @@ var catalogue = []Method{
 	e2h(MethodStateTimers, SurfaceAlways, "the extension's timers", "SC", "IS"),
 	served(e2h(MethodEventAccept, SurfaceFamilies, "accept a derived Event of an own family with KV records", "GH", "SC", "IS")),
 	served(e2h(MethodWorkCancel, SurfaceWorkKinds, "cancel Work of an own kind", "IS")),
-	e2h(MethodArtifactCreate, SurfaceAlways, "open an artifact writer", "SH", "CC"),
-	e2h(MethodArtifactWrite, SurfaceAlways, "write one acknowledged chunk (at most 256 KiB)", "SH", "CC"),
-	e2h(MethodArtifactCommit, SurfaceAlways, "commit an artifact", "SH", "CC"),
-	e2h(MethodArtifactAbort, SurfaceAlways, "abandon an artifact writer", "SH", "CC"),
+	served(e2h(MethodArtifactCreate, SurfaceAlways, "open an artifact writer", "SH", "CC")),
+	served(e2h(MethodArtifactWrite, SurfaceAlways, "write one acknowledged chunk (at most 256 KiB)", "SH", "CC")),
+	served(e2h(MethodArtifactCommit, SurfaceAlways, "commit an artifact", "SH", "CC")),
+	served(e2h(MethodArtifactAbort, SurfaceAlways, "abandon an artifact writer", "SH", "CC")),
 	served(e2h(MethodSecretResolve, SurfaceAlways, "resolve secret names bound to the extension's entries", usersSecrets...)),
 
 	// Background passes, doctor, telemetry.

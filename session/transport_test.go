@@ -48,7 +48,7 @@ type started struct {
 // an in-memory host service.
 func startTransport(t testing.TB, edit func(*session.Options)) started {
 	t.Helper()
-	host := memhost.New(transport.Name, memhost.WithTransportMethods())
+	host := memhost.New(transport.Name)
 	state := t.TempDir()
 	opts := session.Options{
 		StateDir: filepath.Join(state, "extensions", transport.Name),

@@ -60,21 +60,27 @@ func Maximal() *protocol.Manifest {
 // served with no row fails the suite, so serving a new method means saying
 // here what it answers.
 var servedAnswers = map[string]*protocol.Error{
-	protocol.MethodKVGet:           protocol.ErrUnauthorized, // no namespace is the extension's
-	protocol.MethodKVList:          protocol.ErrUnauthorized,
-	protocol.MethodKVCommit:        nil, // an empty batch applies
-	protocol.MethodStateSequence:   nil,
-	protocol.MethodStateEvent:      protocol.ErrNotFound,
-	protocol.MethodStateEvents:     nil,
-	protocol.MethodStateWorkEvents: nil,
-	protocol.MethodStateScopes:     nil,
-	protocol.MethodStateScope:      protocol.ErrNotFound,
-	protocol.MethodEventAccept:     protocol.ErrInvalid, // no parent
-	protocol.MethodSecretResolve:   protocol.ErrUnauthorized,
-	protocol.MethodTimerArm:        protocol.ErrInvalid, // no id
-	protocol.MethodTimerCancel:     protocol.ErrInvalid,
-	protocol.MethodIngressDeliver:  protocol.ErrUnauthorized, // no source is the extension's
-	protocol.MethodWorkCancel:      protocol.ErrInvalid,      // no work_id
+	protocol.MethodKVGet:                    protocol.ErrUnauthorized, // no namespace is the extension's
+	protocol.MethodKVList:                   protocol.ErrUnauthorized,
+	protocol.MethodKVCommit:                 nil, // an empty batch applies
+	protocol.MethodStateSequence:            nil,
+	protocol.MethodStateEvent:               protocol.ErrNotFound,
+	protocol.MethodStateEvents:              nil,
+	protocol.MethodStateWorkEvents:          nil,
+	protocol.MethodStateScopes:              nil,
+	protocol.MethodStateScope:               protocol.ErrNotFound,
+	protocol.MethodEventAccept:              protocol.ErrInvalid, // no parent
+	protocol.MethodSecretResolve:            protocol.ErrUnauthorized,
+	protocol.MethodTimerArm:                 protocol.ErrInvalid, // no id
+	protocol.MethodTimerCancel:              protocol.ErrInvalid,
+	protocol.MethodIngressDeliver:           protocol.ErrUnauthorized, // no source is the extension's
+	protocol.MethodWorkCancel:               protocol.ErrInvalid,      // no work_id
+	protocol.MethodArtifactCreate:           protocol.ErrInvalid,      // no name
+	protocol.MethodArtifactWrite:            protocol.ErrNotFound,     // no open artifact
+	protocol.MethodArtifactCommit:           protocol.ErrNotFound,
+	protocol.MethodArtifactAbort:            nil,                  // aborting what is not open changes nothing
+	protocol.MethodExecutionPersistRecovery: protocol.ErrNotFound, // no execution of the extension's
+	protocol.MethodWaitProgress:             protocol.ErrNotFound, // no Work with an active Wait
 }
 
 // extensionToHost is every catalogued extension-to-host method.

@@ -158,11 +158,19 @@ var enabledOnlyGateHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Set
 	return served
 })
 
-// transportHost also serves artifact.* and ingress.deliver, as the
-// in-memory host once did while the daemon answered them unsupported.
-var transportHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
-	h := hostsuite.MemHost(tb, s, memhost.WithTransportMethods())
-	return hostsuite.Served{Table: h.Table(), Gate: h.Gate}
+// extraMethodHost also serves state.timers, which the daemon answers
+// unsupported, with an empty page.
+var extraMethodHost = hostsuite.HostFunc(func(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
+	served := memHost(tb, s)
+	t := jsonrpc.NewTable()
+	for _, name := range served.Table.Methods() {
+		fn, _ := served.Table.Lookup(name)
+		t.HandleRaw(name, fn)
+	}
+	t.HandleRaw(protocol.MethodStateTimers, func(context.Context, jsontext.Value) (any, error) { return map[string]any{}, nil })
+	return hostsuite.Served{Table: t, Gate: func(_ context.Context, method string) error {
+		return protocol.CheckCallback(s.Manifest, method, t.Has, false)
+	}}
 })
 
 // noStateEventsHost does not serve state.events.
@@ -256,7 +264,7 @@ func TestWeakenedHostsFailTheSuite(t *testing.T) {
 		{"an unconfigured scope accepted", everyScopeHost, []string{
 			"EmissionRefusedAppliesNothing", "StateScopesAreTheExtensionsWithItsEntries", "StateEventsAreOnlyTheExtensionsScopesPaged",
 		}},
-		{"methods the daemon does not serve served", transportHost, []string{"EveryMethodAnswersAsTheCatalogueSays"}},
+		{"a method the daemon does not serve served", extraMethodHost, []string{"EveryMethodAnswersAsTheCatalogueSays"}},
 		{"a served method not served", noStateEventsHost, []string{
 			"EveryMethodAnswersAsTheCatalogueSays", "StateEventsAreOnlyTheExtensionsScopesPaged",
 		}},

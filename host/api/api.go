@@ -38,7 +38,6 @@ type Daemon interface {
 	Restart(ctx context.Context, name string, wait time.Duration) (client.RestartResult, error)
 	Rescan(ctx context.Context) (client.Rescan, error)
 	Events(ctx context.Context, q client.EventsQuery) (client.Events, error)
-	Records(kind string) (client.Records, error)
 	Log(name string, tail int) (client.Log, error)
 	LogAfter(ctx context.Context, name string, offset int64, wait time.Duration) (client.Log, error)
 	Doctor(ctx context.Context, opts ...client.DoctorOptions) client.Doctor
@@ -47,6 +46,7 @@ type Daemon interface {
 	Apply(ctx context.Context, text []byte) (client.Applied, error)
 	Reload(ctx context.Context) (client.Applied, error)
 	WorkDaemon
+	RunsDaemon
 	RenderDaemon
 	IngressDaemon
 }
@@ -67,7 +67,7 @@ func Handler(d Daemon) http.Handler {
 	routeWork(mux, a)
 	routeRender(mux, a)
 	routeIngress(mux, a)
-	mux.HandleFunc("GET /v1/waits", a.records("wait"))
+	routeRuns(mux, a)
 	mux.HandleFunc("GET /v1/logs/{name}", a.logs)
 	mux.HandleFunc("GET /v1/doctor", a.doctor)
 	mux.HandleFunc("GET /v1/config", a.config)
@@ -132,6 +132,8 @@ func httpStatus(code string) int {
 		return http.StatusServiceUnavailable
 	case protocol.CodeStorageFull:
 		return http.StatusInsufficientStorage
+	case protocol.CodeUnsupported:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }
@@ -280,13 +282,6 @@ func (a adapter) events(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.d.Events(r.Context(), q)
 	answer(w, res, err)
-}
-
-func (a adapter) records(kind string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		res, err := a.d.Records(kind)
-		answer(w, res, err)
-	}
 }
 
 func (a adapter) logs(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/api"
+	"github.com/open-conduit/open-conduit/host/artifacts"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/engine"
@@ -138,6 +139,9 @@ type Daemon struct {
 	engine *engine.Engine
 	// toolbelt serves executions' operation calls.
 	toolbelt *toolbelt.Server
+	// artifacts keeps what the packages write through artifact.*, under
+	// <state>/artifacts.
+	artifacts *artifacts.Store
 
 	server *api.Server
 	closed chan struct{}
@@ -213,6 +217,9 @@ func (d *Daemon) start(ctx context.Context) error {
 		return err
 	}
 	if err := d.openStore(); err != nil {
+		return err
+	}
+	if d.artifacts, err = artifacts.Open(d.db, filepath.Join(d.opts.StateDir, "artifacts")); err != nil {
 		return err
 	}
 	d.newEngine()
@@ -320,6 +327,9 @@ func (d *Daemon) shutdown(ctx context.Context) {
 		d.stopEngine(ctx)
 		d.pkgs.closeAll(ctx)
 		d.procs.release(d.logger)
+		if d.artifacts != nil {
+			_ = d.artifacts.Close()
+		}
 		if d.db != nil {
 			_ = d.db.Close()
 		}

@@ -165,22 +165,3 @@ func (d *Daemon) eventsPage(q client.EventsQuery, limit int) (client.Events, err
 	}
 	return res, nil
 }
-
-// Records lists the core records of a kind (work, wait) as stored.
-func (d *Daemon) Records(kind string) (client.Records, error) {
-	res := client.Records{Items: []client.Record{}}
-	err := d.db.View(func(r *pebblekv.Reader) error {
-		return r.ListRecords(kind, "", func(id string, raw []byte) error {
-			var m map[string]any
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return err
-			}
-			res.Items = append(res.Items, client.Record{ID: id, Record: m})
-			return nil
-		})
-	})
-	if err != nil {
-		return client.Records{}, fmt.Errorf("reading %s records: %w", kind, err)
-	}
-	return res, nil
-}

@@ -68,6 +68,11 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		TimersChanged: d.timersChanged,
 		Deliver:       d.deliver,
 		WorkChanged:   d.workChanged,
+		Artifacts:     d.artifacts,
+		// The service judges the caller; the engine applies the lease and
+		// the Wait's state.
+		PersistRecovery: d.engine.PersistRecovery,
+		WaitProgress:    d.engine.WaitProgress,
 	})
 	dir := pkg.Dir
 	if dir == "" {

@@ -53,7 +53,8 @@ func (d *Daemon) Works(_ context.Context, q client.WorkQuery) (client.WorkList, 
 
 // Work reads one Work with its latest inputs (of those its record keeps, at
 // most client.MaxWorkInputs, within a page's bytes), each with its Event
-// and route decision; WorkInputs pages them all.
+// and route decision (WorkInputs pages them all), its attempts and its
+// active Wait.
 func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 	var res client.WorkDetail
 	err := d.db.View(func(r *pebblekv.Reader) error {
@@ -62,7 +63,22 @@ func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 			return err
 		}
 		res.Work = workView(w)
-		res.Inputs, res.Omitted, err = workInputs(r, w)
+		if res.Inputs, res.Omitted, err = workInputs(r, w); err != nil {
+			return err
+		}
+		xs, err := r.ExecutionsOf(id)
+		if err != nil {
+			return err
+		}
+		res.Executions = make([]client.Execution, 0, len(xs))
+		for _, x := range xs {
+			res.Executions = append(res.Executions, executionView(x))
+		}
+		wt, waiting, err := r.ActiveWait(id)
+		if waiting {
+			v := waitView(wt)
+			res.Wait = &v
+		}
 		return err
 	})
 	switch {

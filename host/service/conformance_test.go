@@ -8,14 +8,16 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/conformance/hostsuite"
+	"github.com/open-conduit/open-conduit/host/artifacts"
 	"github.com/open-conduit/open-conduit/host/config"
+	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/host/service"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
 // daemonHost serves the suite's extension as the daemon does: its service
-// over a real Pebble store in a temporary directory, holding s's Events,
+// over a real Pebble store and artifact store in a temporary directory, holding s's Events,
 // and s's Work, configured so s's entries are the extension's (each selecting its scope's
 // secrets, kept in files as an operator keeps them), behind the callback
 // rules the session applies.
@@ -41,7 +43,14 @@ func daemonHost(tb testing.TB, s hostsuite.Setup) hostsuite.Served {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	table := service.New(s.Manifest, service.Deps{DB: db, Generation: func() *config.Generation { return gen }}).Table()
+	store, err := artifacts.Open(db, filepath.Join(tb.TempDir(), "artifacts"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	e := engine.New(engine.Deps{DB: db})
+	table := service.New(s.Manifest, service.Deps{DB: db, Generation: func() *config.Generation { return gen },
+		Artifacts: store, PersistRecovery: e.PersistRecovery, WaitProgress: e.WaitProgress}).Table()
 	return hostsuite.Served{
 		Table: table,
 		Gate: func(_ context.Context, method string) error {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/open-conduit/open-conduit/host/artifacts"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/pebblekv"
@@ -46,6 +47,14 @@ type Deps struct {
 	// WorkChanged is told when the extension cancelled a Work, so what
 	// follows Work changes wakes (nil: nothing).
 	WorkChanged func()
+	// Artifacts keeps what the extension writes through artifact.* (nil:
+	// those answer unsupported).
+	Artifacts *artifacts.Store
+	// PersistRecovery and WaitProgress apply execution.persist_recovery
+	// and wait.progress for the extension named pkg once the service has
+	// judged the caller (nil: they answer unsupported).
+	PersistRecovery func(ctx context.Context, pkg string, p protocol.ExecutionPersistRecoveryParams) error
+	WaitProgress    func(ctx context.Context, pkg string, p protocol.WaitProgressParams) error
 }
 
 // Service serves one extension.
@@ -92,6 +101,12 @@ func (s *Service) Table() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.TimerCancel, s.timerCancel)
 	jsonrpc.Serve(t, protocol.IngressDeliver, s.ingressDeliver)
 	jsonrpc.Serve(t, protocol.WorkCancel, s.workCancel)
+	jsonrpc.Serve(t, protocol.ArtifactCreate, s.artifactCreate)
+	jsonrpc.Serve(t, protocol.ArtifactWrite, s.artifactWrite)
+	jsonrpc.Serve(t, protocol.ArtifactCommit, s.artifactCommit)
+	jsonrpc.Serve(t, protocol.ArtifactAbort, s.artifactAbort)
+	jsonrpc.Serve(t, protocol.ExecutionPersistRecovery, s.persistRecovery)
+	jsonrpc.Serve(t, protocol.WaitProgress, s.waitProgress)
 	return t
 }
 

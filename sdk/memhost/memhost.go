@@ -35,13 +35,12 @@ import (
 // answers empty pages) and configures no connections. It is safe for
 // concurrent use.
 type Host struct {
-	name      string
-	m         *protocol.Manifest
-	scopes    []string
-	secrets   map[string]map[string]string
-	transport bool
-	rules     protocol.KVRules
-	table     *jsonrpc.Table
+	name    string
+	m       *protocol.Manifest
+	scopes  []string
+	secrets map[string]map[string]string
+	rules   protocol.KVRules
+	table   *jsonrpc.Table
 
 	// cfg is the configuration the extension sees, swapped whole by
 	// Configure, so a call answers from one configuration.
@@ -57,6 +56,8 @@ type Host struct {
 	deliveries []protocol.IngressDeliverParams
 	timers     map[string]protocol.TimerArmParams
 	works      map[string]Work
+	executions map[string]*Execution
+	waits      map[string]*Wait
 }
 
 // Option configures a Host.
@@ -86,12 +87,6 @@ func WithSecrets(scope string, secrets map[string]string) Option {
 		h.secrets[scope] = secrets
 	}
 }
-
-// WithTransportMethods also serves artifact.*, which
-// the daemon does not serve yet: for tests of the wire transport (chunked
-// uploads, extension-initiated requests), never for testing a package,
-// since the daemon answers those methods unsupported.
-func WithTransportMethods() Option { return func(h *Host) { h.transport = true } }
 
 // New returns an empty host for the extension named name, with no entries.
 // A manifest given with WithManifest must carry that name; another panics,
@@ -136,12 +131,12 @@ func (h *Host) newTable() *jsonrpc.Table {
 	h.serveTimers(t)
 	jsonrpc.Serve(t, protocol.IngressDeliver, h.deliver)
 	jsonrpc.Serve(t, protocol.WorkCancel, h.workCancel)
-	if h.transport {
-		jsonrpc.Serve(t, protocol.ArtifactCreate, h.artifactCreate)
-		jsonrpc.Serve(t, protocol.ArtifactWrite, h.artifactWrite)
-		jsonrpc.Serve(t, protocol.ArtifactCommit, h.artifactCommit)
-		jsonrpc.Serve(t, protocol.ArtifactAbort, h.artifactAbort)
-	}
+	jsonrpc.Serve(t, protocol.ArtifactCreate, h.artifactCreate)
+	jsonrpc.Serve(t, protocol.ArtifactWrite, h.artifactWrite)
+	jsonrpc.Serve(t, protocol.ArtifactCommit, h.artifactCommit)
+	jsonrpc.Serve(t, protocol.ArtifactAbort, h.artifactAbort)
+	jsonrpc.Serve(t, protocol.ExecutionPersistRecovery, h.persistRecovery)
+	jsonrpc.Serve(t, protocol.WaitProgress, h.waitProgress)
 	return t
 }
 

@@ -1,18 +1,21 @@
 package memhost
 
-// The artifact methods of this file are served only WithTransportMethods:
-// the daemon does not serve them yet. ingress.deliver is always served, with
-// the daemon's rule on the source; it records the delivery (Deliveries)
-// instead of asking the extension's ingress.push for Events, so it takes a
-// body the daemon's ingress.push path would refuse for not being JSON.
+// The artifact methods of this file apply the daemon's rules in memory
+// (protocol.CheckArtifactCreate and CheckArtifactChunk, an execution named
+// must be one the host holds, at most protocol.MaxOpenArtifacts open,
+// offsets and digests checked, commit and abort retryable). ingress.deliver
+// is served with the daemon's rule on the source; it records the delivery
+// (Deliveries) instead of asking the extension's ingress.push for Events,
+// so it takes a body the daemon's ingress.push path would refuse for not
+// being JSON.
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
-	"strconv"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -21,6 +24,11 @@ import (
 type Artifact struct {
 	ID        string
 	Name      string
+	MediaType string
+	// Execution and Work are what the artifact was written for, when it
+	// named an execution the host holds.
+	Execution string
+	Work      string
 	Data      []byte
 	Chunks    int
 	Committed bool
@@ -28,26 +36,44 @@ type Artifact struct {
 
 	// parts are the chunks as received; Data is assembled on read, so a
 	// large upload costs no reallocation per chunk.
-	parts [][]byte
-	size  int64
-	sum   hash.Hash
+	parts  [][]byte
+	size   int64
+	sum    hash.Hash
+	digest string
 }
 
 func (h *Host) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
-	if p.Name == "" {
-		return protocol.ArtifactCreateResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.create: name is required")
+	if err := protocol.CheckArtifactCreate(p); err != nil {
+		return protocol.ArtifactCreateResult{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var work string
+	if p.Execution != "" {
+		x, ok := h.executions[p.Execution]
+		if !ok {
+			return protocol.ArtifactCreateResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact.create: no execution %q of %s's executors", p.Execution, h.name)
+		}
+		work = x.Work
+	}
+	open := 0
+	for _, a := range h.artifacts {
+		if !a.Committed && !a.Aborted {
+			open++
+		}
+	}
+	if open >= protocol.MaxOpenArtifacts {
+		return protocol.ArtifactCreateResult{}, protocol.Errorf(protocol.ErrOverloaded, "artifact.create: %s has %d artifacts open; commit or abort one first", h.name, open)
+	}
 	h.nextID++
-	id := "art-" + strconv.Itoa(h.nextID)
-	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, sum: sha256.New()}
+	id := fmt.Sprintf("a_%026d", h.nextID)
+	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, MediaType: p.MediaType, Execution: p.Execution, Work: work, sum: sha256.New()}
 	return protocol.ArtifactCreateResult{Artifact: id}, nil
 }
 
 func (h *Host) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
-	if len(p.Data) > protocol.MaxChunkBytes {
-		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrInvalid, "artifact.write: a chunk of %d bytes is over the %d-byte bound", len(p.Data), protocol.MaxChunkBytes)
+	if err := protocol.CheckArtifactChunk(p); err != nil {
+		return protocol.ArtifactWriteResult{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -72,11 +98,14 @@ func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams
 	if !ok || a.Aborted {
 		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
 	}
+	if a.Committed {
+		return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: a.digest}, nil
+	}
 	digest := hex.EncodeToString(a.sum.Sum(nil))
 	if p.Digest != "" && p.Digest != digest {
 		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
 	}
-	a.Committed = true
+	a.Committed, a.digest = true, digest
 	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: digest}, nil
 }
 
@@ -89,13 +118,13 @@ func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) 
 	return struct{}{}, nil
 }
 
-// Artifacts returns every artifact, by ID (WithTransportMethods).
+// Artifacts returns every artifact, by ID.
 func (h *Host) Artifacts() map[string]Artifact {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string]Artifact{}
 	for id, a := range h.artifacts {
-		out[id] = Artifact{ID: a.ID, Name: a.Name, Data: bytes.Join(a.parts, nil), Chunks: a.Chunks, Committed: a.Committed, Aborted: a.Aborted}
+		out[id] = Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Execution: a.Execution, Work: a.Work, Data: bytes.Join(a.parts, nil), Chunks: a.Chunks, Committed: a.Committed, Aborted: a.Aborted}
 	}
 	return out
 }

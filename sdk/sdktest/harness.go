@@ -8,12 +8,14 @@
 //
 //   - served: kv.get, kv.list and kv.commit (with emissions), the state
 //     reads (state.sequence, state.event, state.events, state.work_events,
-//     state.scopes, state.scope), event.accept and secret.resolve, under
-//     the daemon's rules (own namespaces, sources and families, current
-//     schemas, scopes that use the extension, size bounds, all-or-nothing
-//     batches);
+//     state.scopes, state.scope), event.accept, secret.resolve,
+//     ingress.deliver, timer.*, work.cancel, artifact.*,
+//     execution.persist_recovery and wait.progress, under the daemon's
+//     rules (own namespaces, sources and families, current schemas, scopes
+//     that use the extension, size bounds, all-or-nothing batches, the
+//     executions and Waits seeded with memhost's PutExecution and PutWait);
 //   - unsupported: every other catalogued method the manifest enables
-//     (artifact.*, ingress.deliver, state.work …), as in the daemon;
+//     (state.work, state.timers …), as in the daemon;
 //   - undeclared: a method the manifest does not enable.
 //
 // What it does not do: no causal limits on derived Events, no Work (so

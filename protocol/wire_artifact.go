@@ -1,0 +1,46 @@
+package protocol
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Artifact bounds, the same in every host.
+const (
+	// MaxOpenArtifacts bounds the writers one extension has open at once:
+	// the next artifact.create is overloaded until one is committed or
+	// aborted, so a package cannot hold the host's files open without end.
+	MaxOpenArtifacts = 16
+	// MaxArtifactName bounds an artifact's name and its media type.
+	MaxArtifactName = 256
+)
+
+// CheckArtifactCreate judges artifact.create's params before any host
+// state: a name (one line, printable, within MaxArtifactName) and a media
+// type within the same bound. Every host judges artifact.create by it.
+func CheckArtifactCreate(p ArtifactCreateParams) error {
+	switch {
+	case p.Name == "":
+		return Errorf(ErrInvalid, "artifact.create: name is required: say what the artifact is (\"stdout\", \"transcript.txt\")")
+	case len(p.Name) > MaxArtifactName:
+		return Errorf(ErrTooLarge, "artifact.create: a name of %d bytes is over the %d-byte bound", len(p.Name), MaxArtifactName)
+	case strings.IndexFunc(p.Name, notPrintable) >= 0:
+		return Errorf(ErrInvalid, "artifact.create: the name holds a control character; give one printable line")
+	case len(p.MediaType) > MaxArtifactName:
+		return Errorf(ErrTooLarge, "artifact.create: a media type of %d bytes is over the %d-byte bound", len(p.MediaType), MaxArtifactName)
+	case strings.IndexFunc(p.MediaType, notPrintable) >= 0:
+		return Errorf(ErrInvalid, "artifact.create: the media type holds a control character")
+	}
+	return nil
+}
+
+// CheckArtifactChunk judges one artifact.write chunk's size: at most
+// MaxChunkBytes.
+func CheckArtifactChunk(p ArtifactWriteParams) error {
+	if len(p.Data) > MaxChunkBytes {
+		return Errorf(ErrInvalid, "artifact.write: a chunk of %d bytes is over the %d-byte bound; send it in smaller chunks", len(p.Data), MaxChunkBytes)
+	}
+	return nil
+}
+
+func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
