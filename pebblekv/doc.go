@@ -26,7 +26,7 @@
 //	's'     's' len(scope) scope seq                 empty (scope index; scope "" is "no scope")
 //	'w'     'w' len(work) work seq                   empty (Work index)
 //	'c'     'c' len(root) root minute                count, 8 bytes big-endian (derived Events per chain per minute)
-//	'r'     'r' len(kind) kind id                    record, JSON (wait, execution, opresult, …)
+//	'r'     'r' len(kind) kind id                    record, JSON (generic core records)
 //	'W'     'W' work-id                              Work, JSON (typed record)
 //	'a'     'a' len(state) state work-id             empty (Work by state)
 //	'o'     'o' len(scope) scope work-id             empty (Work by scope)
@@ -42,6 +42,16 @@
 //	'O'     'O' len(source) source len(item) item version   Observation, JSON (an observed identity bound to its envelope)
 //	'X'     'X' len(source) source len(item) item version   ObservationConflict, JSON (an identity refused with another envelope)
 //	'K'     'K' source                               Checkpoint, JSON (a source's last complete reconcile scan)
+//	'E'     'E' execution-id                         Execution, JSON (one attempt of a Work)
+//	'x'     'x' len(work) work attempt execution-id  empty (a Work's executions by attempt)
+//	'g'     'g' token-hash                           execution-id (running executions, by their token's hash)
+//	'V'     'V' wait-id                              Wait, JSON
+//	'v'     'v' work-id                              wait-id (the Work's active Wait)
+//	'd'     'd' due wait-id                          empty (active Waits by due time)
+//	'P'     'P' len(package) package request-id      OpResult, JSON (an operation's committed result)
+//	'A'     'A' artifact-id                          Artifact, JSON
+//	'f'     'f' len(execution) execution artifact-id empty (artifacts by execution)
+//	'F'     'F' len(work) work artifact-id           empty (artifacts by Work)
 //	'm'     'm' "format"                             store layout version, decimal
 //	'm'     'm' "seq"                                latest sequence, 8 bytes big-endian
 //	'm'     'm' "id"                                 the store's identity, 32 hex digits, given at creation
@@ -52,8 +62,9 @@
 // An event's ID is protocol.EmittedEventID(source, delivery_id), so the ID
 // index is also the (source, delivery_id) dedupe index. minute is the Unix
 // minute of the derived Event's time, sign-flipped 8 bytes big-endian. due is
-// a timer's due time as Unix seconds, sign-flipped 8 bytes big-endian, then
-// its nanoseconds, 4 bytes big-endian, so byte order is time order.
+// a timer's or a Wait's due time as Unix seconds, sign-flipped 8 bytes
+// big-endian, then its nanoseconds, 4 bytes big-endian, so byte order is
+// time order. attempt in 'x' is 8 bytes big-endian.
 //
 // The typed records keep their indexes exact: each Put removes the entries
 // of the record it replaces and writes the new ones in the same batch, so
@@ -66,6 +77,13 @@
 // many inputs it has. A record written before these indexes (every input
 // in the record, no count) still reads; the first PutWork of it writes its
 // inputs into them.
+//
+// Running Work keeps the same rule. Only a running execution has a 'g'
+// entry, keyed by the hash of its current toolbelt token, so a settled
+// execution's token, or one a recovery re-issued, finds nothing; the token
+// itself is never stored. Only an active Wait has a 'v' entry (so a Work
+// has at most one) and, when it has a due time, a 'd' entry. An operation
+// result is written once per (package, request ID).
 //
 // The reserved core.extensions namespace is a name, not a KV namespace: its
 // records live under 'm', which no extension KV key can reach, so an extension

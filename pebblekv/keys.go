@@ -36,6 +36,19 @@ const (
 	famObservation byte = 'O'
 	famObsConflict byte = 'X'
 	famCheckpoint  byte = 'K'
+
+	// The records of running Work (executions.go, waits.go, opresults.go,
+	// artifacts.go) and their indexes.
+	famExecRec      byte = 'E'
+	famExecByWork   byte = 'x'
+	famExecRunning  byte = 'g'
+	famWaitRec      byte = 'V'
+	famWaitActive   byte = 'v'
+	famWaitDue      byte = 'd'
+	famOpResult     byte = 'P'
+	famArtifactRec  byte = 'A'
+	famArtifactExec byte = 'f'
+	famArtifactWork byte = 'F'
 )
 
 // Meta keys, under famMeta. The store writes each itself; none is reachable

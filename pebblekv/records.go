@@ -9,15 +9,16 @@ import (
 )
 
 // Record kinds of the core model. Any kind of lower-case letters, digits,
-// '-', '_' and '.' is accepted; these are the ones the core writes. Work and
-// timers are typed records with their own indexes (PutWork, PutTimer), not
-// generic records of KindWork or KindTimer.
+// '-', '_' and '.' is accepted. Work, timers, executions, Waits and
+// operation results are typed records with their own indexes (PutWork,
+// PutTimer, PutExecution, PutWait, PutOpResult), not generic records of
+// these kinds.
 const (
 	KindWork      = "work"
 	KindWait      = "wait"
 	KindTimer     = "timer"
 	KindExecution = "execution"
-	// KindOpResult is an operation's committed result, by request ID.
+	// KindOpResult names operation results (PutOpResult).
 	KindOpResult = "opresult"
 )
 

@@ -1,8 +1,6 @@
 package pebblekv
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -75,36 +73,10 @@ type Work struct {
 // Open reports whether w is open: pending, running or waiting.
 func (w Work) Open() bool { return WorkOpen(w.State) }
 
-// workIDAlphabet is Crockford's base32 in lower case: byte order is value
-// order, so IDs sort by the time they begin with.
-const workIDAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-
 // NewWorkID returns a new Work ID: "w_" and 26 base32 characters, the first
 // ten the creation time in milliseconds and the rest 80 random bits, so
 // listing Work in ID order lists it about in creation order.
-func NewWorkID() string {
-	var raw [16]byte
-	binary.BigEndian.PutUint64(raw[:8], uint64(time.Now().UnixMilli())<<16)
-	_, _ = rand.Read(raw[6:])
-	// 128 bits as 26 characters of 5 bits, the first holding the top 3.
-	hi, lo := binary.BigEndian.Uint64(raw[:8]), binary.BigEndian.Uint64(raw[8:])
-	out := make([]byte, 2, 28)
-	copy(out, "w_")
-	for i := 25; i >= 0; i-- {
-		shift := uint(5 * i)
-		var v uint64
-		switch {
-		case shift >= 64:
-			v = hi >> (shift - 64)
-		case shift > 59:
-			v = lo>>shift | hi<<(64-shift)
-		default:
-			v = lo >> shift
-		}
-		out = append(out, workIDAlphabet[v&31])
-	}
-	return string(out)
-}
+func NewWorkID() string { return timeID("w_") }
 
 // Keys of Work records and their indexes (see the package doc's table).
 func workRecKey(id string) []byte { return famKey(famWorkRec, id) }

@@ -439,7 +439,7 @@ func TestNewWorkIDIsUniqueAndSortsByTime(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
 		id := NewWorkID()
-		if len(id) != 28 || !strings.HasPrefix(id, "w_") || strings.Trim(id[2:], workIDAlphabet) != "" {
+		if len(id) != 28 || !strings.HasPrefix(id, "w_") || strings.Trim(id[2:], idAlphabet) != "" {
 			t.Fatalf("ID %q is not w_ and 26 base32 characters", id)
 		}
 		if seen[id] {
