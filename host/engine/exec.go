@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/host/config"
@@ -69,7 +70,9 @@ type scheduler struct {
 	// sweep says a Work changed outside the engine: Waits of closed Work
 	// are looked for and cancelled.
 	sweep bool
-	ctx   context.Context
+	// begun and passed count the loop's looks at the store, begun and
+	// finished, so a test can wait for a look that began after a change.
+	begun, passed atomic.Int64
 }
 
 type recoverRetry struct {
@@ -102,12 +105,11 @@ func (s *scheduler) run(ctx context.Context) {
 	if s.e.executors() == nil {
 		return
 	}
-	s.mu.Lock()
-	s.ctx = ctx
-	s.mu.Unlock()
 	for {
 		changed := s.e.changes.wait()
+		s.begun.Add(1)
 		next := s.pass(ctx)
+		s.passed.Add(1)
 		wait := max(next.Sub(s.e.d.Clock.Now()), 0)
 		select {
 		case <-ctx.Done():
