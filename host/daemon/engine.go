@@ -12,10 +12,6 @@ import (
 	"github.com/open-conduit/open-conduit/session"
 )
 
-// ToolbeltSocket is the toolbelt's Unix socket in the state directory,
-// which every execution is given.
-func ToolbeltSocket(stateDir string) string { return filepath.Join(stateDir, "toolbelt.sock") }
-
 // newEngine builds the engine on the open store. It starts nothing: the
 // packages' services tell it of accepted Events from their first start, and
 // startEngine runs it once the configuration is live.
@@ -27,9 +23,10 @@ func (d *Daemon) newEngine() {
 		Logger:     d.logger.With("component", "engine"),
 		Limits:     d.opts.Limits,
 		Accepted:   d.events.broadcast,
-		Toolbelt:   ToolbeltSocket(d.opts.StateDir),
-		Binary:     d.binary(),
-		Getenv:     lookupIn(d.opts.Environ),
+		// The toolbelt's socket, which every execution is given.
+		Toolbelt: filepath.Join(d.opts.StateDir, "toolbelt.sock"),
+		Binary:   d.binary(),
+		Getenv:   lookupIn(d.opts.Environ),
 	})
 }
 
