@@ -275,18 +275,18 @@ var catalogue = []Method{
 	h2e(MethodSegmentEnded, SurfaceSegmentEnd, "a container segment settled; revoke what was issued for it", "GH"),
 
 	// Executors.
-	h2e(MethodExecutorRun, SurfaceExecutors, "start an execution of a Work", usersExec...),
-	h2e(MethodExecutorRecover, SurfaceExecutors, "adopt an execution from its persisted recovery metadata", usersExec...),
-	h2e(MethodExecutorWait, SurfaceExecutors, "observe an execution until it settles (cancel stops observing only)", usersExec...),
+	served(h2e(MethodExecutorRun, SurfaceExecutors, "start an execution of a Work", usersExec...)),
+	served(h2e(MethodExecutorRecover, SurfaceExecutors, "adopt an execution from its persisted recovery metadata", usersExec...)),
+	served(h2e(MethodExecutorWait, SurfaceExecutors, "observe an execution until it settles (cancel stops observing only)", usersExec...)),
 	h2e(MethodExecutorResume, SurfaceResume, "resume a waiting execution with new input", usersExec...),
-	h2e(MethodExecutorInterrupt, SurfaceInterrupt, "interrupt a running execution", usersExec...),
-	h2e(MethodExecutorInject, SurfaceInject, "inject input into a running execution", usersExec...),
+	served(h2e(MethodExecutorInterrupt, SurfaceInterrupt, "interrupt a running execution", usersExec...)),
+	served(h2e(MethodExecutorInject, SurfaceInject, "inject input into a running execution", usersExec...)),
 	h2e(MethodExecutorForget, SurfaceForget, "forget an execution's local state", usersExec...),
-	h2e(MethodExecutorStop, SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC"),
+	served(h2e(MethodExecutorStop, SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC")),
 	h2e(MethodExecutorInteractiveLaunch, SurfaceLaunch, "the argv and environment for an operator's interactive launch", "CC", "CX"),
 	h2e(MethodExecutorAttach, SurfaceAttach, "attach the operator to a running session", "CC"),
 	h2e(MethodExecutorContainerAttach, SurfaceContainerAttach, "attach to Work that ran in a container", "CC"),
-	h2e(MethodExecutorLive, SurfaceLive, "a running attempt's output so far", "CC"),
+	served(h2e(MethodExecutorLive, SurfaceLive, "a running attempt's output so far", "CC")),
 	served(e2h(MethodExecutionPersistRecovery, SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...)),
 
 	// Workspaces, sandboxes, containers.

@@ -68,7 +68,7 @@ type pkg struct {
 func startPackage(t *testing.T, stateDir string) *pkg {
 	t.Helper()
 	m := Extension().Manifest
-	p := &pkg{t: t, mem: memhost.New(Name, memhost.WithManifest(m), memhost.WithTransportMethods()), errs: &bytes.Buffer{}}
+	p := &pkg{t: t, mem: memhost.New(Name, memhost.WithManifest(m)), errs: &bytes.Buffer{}}
 	table := jsonrpc.NewTable()
 	for _, method := range p.mem.Table().Methods() {
 		fn, _ := p.mem.Table().Lookup(method)

@@ -43,6 +43,7 @@ const (
 	CodePassEnvSecret         = "pass_env_secret"
 	CodeInvalidEnvName        = "invalid_env_name"
 	CodeUnknownExtension      = "unknown_extension"
+	CodeInvalidLimit          = "invalid_limit"
 )
 
 // ReservedEnvPrefixes are the variable prefixes no pass_env may grant: the
@@ -346,6 +347,14 @@ func (k *checker) connections() {
 }
 
 func (k *checker) settings() {
+	for _, l := range []struct {
+		name string
+		v    *int
+	}{{"concurrency", k.c.Settings.Concurrency}, {"job_concurrency", k.c.Settings.JobConcurrency}} {
+		if l.v != nil && *l.v < 1 {
+			k.err(ptr("settings", l.name), CodeInvalidLimit, "a concurrency limit is a whole number of at least 1: raise it, or remove it for the default")
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(k.c.Settings.Extensions)) {
 		if !k.idx.names[name] {
 			k.add(ptr("settings", "extensions", name), CodeUnknownExtension, Warning,

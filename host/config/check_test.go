@@ -202,6 +202,12 @@ func TestCheckRules(t *testing.T) {
 		}, []want{{"/settings/extensions/alpha/pass_env/0", CodeInvalidEnvName, E}, {"/settings/extensions/alpha/pass_env/1", CodeInvalidEnvName, E}}},
 		{"settings for a package no one has", func(c *Config) { c.Settings.Extensions["gone"] = ExtensionSettings{} },
 			[]want{{"/settings/extensions/gone", CodeUnknownExtension, W}}},
+		{"settings concurrency zero", func(c *Config) { c.Settings.Concurrency = new(0) },
+			[]want{{"/settings/concurrency", CodeInvalidLimit, E}}},
+		{"settings job concurrency negative", func(c *Config) { c.Settings.JobConcurrency = new(-2) },
+			[]want{{"/settings/job_concurrency", CodeInvalidLimit, E}}},
+		{"settings concurrency one is fine", func(c *Config) { c.Settings.Concurrency, c.Settings.JobConcurrency = new(1), new(1) },
+			nil},
 		{"settings path escapes the package name", func(c *Config) { c.Settings.Extensions["a/b~c"] = ExtensionSettings{} },
 			[]want{{"/settings/extensions/a~1b~0c", CodeUnknownExtension, W}}},
 	}
@@ -287,5 +293,34 @@ func TestCheckNeverQuotesSecretTargets(t *testing.T) {
 		if strings.Contains(ps.Error(), secret) {
 			t.Errorf("Problems.Error quotes %s", secret)
 		}
+	}
+}
+
+func TestSettingsConcurrencyLimitsParseAndDefault(t *testing.T) {
+	cases := []struct {
+		name       string
+		text       string
+		agent, job int
+	}{
+		{"absent is the defaults", `{}`, DefaultConcurrency, DefaultJobConcurrency},
+		{"given", `{"settings":{"concurrency":2,"job_concurrency":16}}`, 2, 16},
+		{"one given, the other default", `{"settings":{"job_concurrency":1}}`, DefaultConcurrency, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Settings.ConcurrencyLimit(); got != tc.agent {
+				t.Errorf("ConcurrencyLimit = %d, want %d", got, tc.agent)
+			}
+			if got := c.Settings.JobConcurrencyLimit(); got != tc.job {
+				t.Errorf("JobConcurrencyLimit = %d, want %d", got, tc.job)
+			}
+		})
+	}
+	if _, err := Parse([]byte(`{"settings":{"concurrency":"4"}}`)); err == nil {
+		t.Fatal("a string concurrency parsed; want invalid_type")
 	}
 }

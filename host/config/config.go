@@ -95,6 +95,32 @@ type Connection struct {
 type Settings struct {
 	// Extensions are per-package settings, by package name.
 	Extensions map[string]ExtensionSettings `json:"extensions,omitempty"`
+	// Concurrency bounds the attempts running at once on executors of the
+	// default pool (agent turns); nil is DefaultConcurrency. A pointer, so
+	// an explicit 0 is refused rather than read as the default.
+	Concurrency *int `json:"concurrency,omitempty"`
+	// JobConcurrency bounds the attempts running at once on executors of
+	// the jobs pool; nil is DefaultJobConcurrency.
+	JobConcurrency *int `json:"job_concurrency,omitempty"`
+}
+
+// Default concurrency limits.
+const (
+	DefaultConcurrency    = 4
+	DefaultJobConcurrency = 8
+)
+
+// ConcurrencyLimit is the bound on running attempts of the default pool.
+func (s Settings) ConcurrencyLimit() int { return limitOr(s.Concurrency, DefaultConcurrency) }
+
+// JobConcurrencyLimit is the bound on running attempts of the jobs pool.
+func (s Settings) JobConcurrencyLimit() int { return limitOr(s.JobConcurrency, DefaultJobConcurrency) }
+
+func limitOr(v *int, def int) int {
+	if v == nil || *v < 1 {
+		return def
+	}
+	return *v
 }
 
 // ExtensionSettings are the operator's grants to one package.

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/host/engine"
 	"github.com/open-conduit/open-conduit/protocol"
@@ -20,7 +23,67 @@ func (d *Daemon) newEngine() {
 		Logger:     d.logger.With("component", "engine"),
 		Limits:     d.opts.Limits,
 		Accepted:   d.events.broadcast,
+		// The toolbelt's socket, which every execution is given.
+		Toolbelt: filepath.Join(d.opts.StateDir, "toolbelt.sock"),
+		Binary:   d.binary(),
+		Getenv:   lookupIn(d.opts.Environ),
 	})
+}
+
+// binary is the open-conduit executable an execution's programs call:
+// Options.Self, else this one ("" when the system cannot say).
+func (d *Daemon) binary() string {
+	if d.opts.Self != "" {
+		return d.opts.Self
+	}
+	self, err := os.Executable()
+	if err != nil {
+		d.logger.Warn("cannot find this executable; executions are not told where open-conduit is", "err", err)
+		return ""
+	}
+	return self
+}
+
+// lookupIn reads a variable of environ (KEY=value lines), the daemon's
+// environment, for a binding's pass_env names.
+func lookupIn(environ []string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for i := len(environ) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+}
+
+// watchStarts tells the engine each time s (a package declaring an
+// executor) reaches running, so the executions its earlier process (or
+// the daemon's earlier run) left are recovered at once. It ends with the
+// session or the daemon.
+func (d *Daemon) watchStarts(s *session.Session) {
+	if len(s.Manifest().Provides.Executors) == 0 {
+		return
+	}
+	go func() {
+		was := session.State("")
+		for {
+			changed := s.Changed()
+			st := s.Status().State
+			if st == session.StateRunning && was != session.StateRunning && d.engine != nil {
+				d.engine.PackageStarted()
+			}
+			if st == session.StateStopped {
+				return
+			}
+			was = st
+			select {
+			case <-changed:
+			case <-d.ctx.Done():
+				return
+			}
+		}
+	}()
 }
 
 // accepted is what a package's service calls after it accepted Events:
@@ -109,6 +172,19 @@ func (p enginePackages) WorkKindOwner(kind string) (string, protocol.WorkKind) {
 		}
 	}
 	return "", protocol.WorkKind{}
+}
+
+// ExecutorOwner names the running package declaring executor, with its
+// declaration.
+func (p enginePackages) ExecutorOwner(executor string) (string, protocol.Executor) {
+	for _, m := range p.d.pkgs.runningManifests() {
+		for _, x := range m.Provides.Executors {
+			if x.Name == executor {
+				return m.Name, x
+			}
+		}
+	}
+	return "", protocol.Executor{}
 }
 
 // RecurrenceOwner names the running package declaring a recurrence kind.

@@ -103,6 +103,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 	d.pkgs.mu.Lock()
 	x.svc, x.session, x.tasks = svc, s, tasks
 	d.pkgs.mu.Unlock()
+	d.watchStarts(s)
 	if err := s.Start(ctx); err != nil {
 		d.logger.Error("extension not started", "extension", m.Name, "code", protocol.CodeOf(err), "err", err)
 	}

@@ -93,6 +93,7 @@ type Engine struct {
 	ingress   *ingress
 	reconcile *reconciler
 	jobs      *jobs
+	exec      *scheduler
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -114,6 +115,7 @@ func New(d Deps) *Engine {
 	e.ingress = newIngress(e)
 	e.reconcile = newReconciler(e)
 	e.jobs = newJobs(e)
+	e.exec = newScheduler(e)
 	return e
 }
 
@@ -125,7 +127,7 @@ func (e *Engine) Start(ctx context.Context) {
 		return
 	}
 	ctx, e.cancel = context.WithCancel(ctx)
-	for _, run := range []func(context.Context){e.router.run, e.timers.run, e.ingress.run, e.reconcile.run} {
+	for _, run := range []func(context.Context){e.router.run, e.timers.run, e.ingress.run, e.reconcile.run, e.exec.run} {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
@@ -170,8 +172,17 @@ func (e *Engine) Notify() {
 }
 
 // WorkChanged says a Work changed outside the engine (a package cancelled
-// one): Changes' waiters wake. It never blocks.
-func (e *Engine) WorkChanged() { e.changes.broadcast() }
+// one): Changes' waiters wake, and the scheduler cancels the Wait and
+// stops the execution of a Work that closed. It never blocks.
+func (e *Engine) WorkChanged() {
+	e.exec.workChanged()
+	e.changes.broadcast()
+}
+
+// PackageStarted says a package (re)started: the scheduler looks at once
+// for the executions it should recover and the Work it may now start. It
+// never blocks.
+func (e *Engine) PackageStarted() { e.exec.kick() }
 
 // Changes is closed at the next accepted Event or Work change (a long poll
 // waits on it, then reads what changed, then asks again).

@@ -146,7 +146,8 @@ func (e *Engine) decide(ctx context.Context, tx *pebblekv.Tx, ev pebblekv.Event,
 // join routes ev to the open Work w: the input, the match's display (when
 // it gave one within the limits), and its keys no other open Work holds.
 // Whether ev already is an input is a point read: w.Inputs holds only the
-// latest ones.
+// latest ones. A waiting Work's active Wait is woken by ev in the same
+// transaction, so the Work's next attempt starts with ev as its wake.
 func (e *Engine) join(tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event, v verdicts, p plan) error {
 	if dup, err := tx.HasWorkInput(w.ID, ev.ID); err != nil {
 		return err
@@ -168,6 +169,9 @@ func (e *Engine) join(tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event, v ve
 		} else if !held {
 			w.Keys = append(w.Keys, k)
 		}
+	}
+	if err := e.wakeOnJoin(tx, w, ev); err != nil {
+		return err
 	}
 	w.Updated = e.d.Clock.Now()
 	return tx.PutWork(*w)
@@ -259,7 +263,9 @@ func (e *Engine) Emit(ctx context.Context, scope, typ string, data jsontext.Valu
 }
 
 // CancelWork cancels an open Work (pending, running or waiting) with the
-// operator's reason. Work in another state is protocol.ErrConflict naming
+// operator's reason: its active Wait is cancelled in the same transaction,
+// and the scheduler stops its running execution (when the executor
+// declares stop). Work in another state is protocol.ErrConflict naming
 // it; an unknown ID is protocol.ErrNotFound.
 func (e *Engine) CancelWork(ctx context.Context, id, reason string) (pebblekv.Work, error) {
 	var w pebblekv.Work
@@ -275,12 +281,21 @@ func (e *Engine) CancelWork(ctx context.Context, id, reason string) (pebblekv.Wo
 		if !w.Open() {
 			return protocol.Errorf(protocol.ErrConflict, "Work %s is %s; only pending, running or waiting Work can be cancelled", id, w.State)
 		}
-		w.State, w.Reason, w.Updated = pebblekv.WorkCancelled, cancelReason(reason), e.d.Clock.Now()
+		now := e.d.Clock.Now()
+		wt, waits, err := tx.ActiveWait(id)
+		if err != nil {
+			return err
+		}
+		if err := cancelWait(tx, wt, waits, now); err != nil {
+			return err
+		}
+		w.State, w.Reason, w.Updated = pebblekv.WorkCancelled, cancelReason(reason), now
 		return tx.PutWork(w)
 	})
 	if err != nil {
 		return pebblekv.Work{}, err
 	}
+	e.exec.kick()
 	e.changes.broadcast()
 	return w, nil
 }
