@@ -153,7 +153,13 @@ func (r *runRig) read(name string) string {
 // returns its one Event and the Work it was routed to.
 func (r *runRig) deliver(id string, n int) (protocol.Event, string) {
 	r.t.Helper()
-	body := fmt.Sprintf(`{"issue":{"id":%d,"title":"drill %d"}}`, n, n)
+	return r.deliverTitled(id, n, fmt.Sprintf("drill %d", n))
+}
+
+// deliverTitled is deliver of an issue titled title.
+func (r *runRig) deliverTitled(id string, n int, title string) (protocol.Event, string) {
+	r.t.Helper()
+	body := fmt.Sprintf(`{"issue":{"id":%d,"title":%q}}`, n, title)
 	if got := postSigned(r.t, r.base, body, signedSecret, id); got != http.StatusAccepted {
 		r.t.Fatalf("a signed delivery: status %d, want 202\n%s", got, r.e.Log)
 	}
@@ -503,4 +509,179 @@ func TestDrillStaleExecutionTokenIsRefused(t *testing.T) {
 	check("after the execution settled", "its token", token)
 	check("after the execution settled", "a made-up token", madeUp)
 	report(t, "a settled execution's token and a made-up one refused with exit 3; the running one's answered")
+}
+
+// holdScript finishes at once for a delivery titled quick; otherwise it
+// records its pid, runs until the drill creates go, then writes its
+// output and exits 0.
+const holdScript = `if grep -q '"quick' "$OPEN_CONDUIT_INPUTS"; then
+  echo quick
+  exit 0
+fi
+echo $$ > "$D/pid"
+echo started
+gofor go
+echo finished
+`
+
+// startTicks is a process's start time (clock ticks after boot), which
+// with its pid names one process; ok is false when none runs.
+func startTicks(pid int) (uint64, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	return ticks, err == nil
+}
+
+// heldScript is a running holdScript: its pid and start time.
+type heldScript struct {
+	pid   int
+	ticks uint64
+}
+
+// held waits for the running holdScript's pid.
+func (r *runRig) held() heldScript {
+	r.t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(r.read("pid")))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ticks, ok := startTicks(pid)
+	if !ok {
+		r.t.Fatalf("the script's process %d is not running", pid)
+	}
+	return heldScript{pid: pid, ticks: ticks}
+}
+
+// same reports whether the script's very process still runs.
+func (h heldScript) same() bool {
+	ticks, ok := startTicks(h.pid)
+	return ok && ticks == h.ticks
+}
+
+// waitRecovered waits until the Work's one execution runs again under
+// lease epoch epoch, and checks the script's process is the one that ran
+// before.
+func (r *runRig) waitRecovered(work string, epoch uint64, h heldScript) client.Execution {
+	r.t.Helper()
+	var x client.Execution
+	r.e.Eventually(fmt.Sprintf("work %s's execution recovered under lease epoch %d", work, epoch), func() bool {
+		d := r.detail(work)
+		if len(d.Executions) != 1 {
+			r.t.Fatalf("an execution was started again rather than recovered: %+v", d.Executions)
+		}
+		x = d.Executions[0]
+		return x.Epoch >= epoch
+	})
+	if x.Epoch != epoch || x.State != "running" {
+		r.t.Fatalf("the recovered execution: %+v, want running under lease epoch %d\n%s", x, epoch, r.e.Log)
+	}
+	if !h.same() {
+		r.t.Fatalf("the script's process %d is gone after the recovery: it was killed or started again\n%s", h.pid, r.e.Log)
+	}
+	return x
+}
+
+// finish lets the held script end and checks the Work completes with its
+// one execution, recovered under epoch, whose stdout holds everything the
+// script wrote before and after the crash.
+func (r *runRig) finish(work string, epoch uint64, h heldScript) {
+	r.t.Helper()
+	r.touch("go")
+	d := r.waitState(work, "completed")
+	if len(d.Executions) != 1 {
+		r.t.Fatalf("the completed Work has %d executions, want the one recovered: %+v", len(d.Executions), d.Executions)
+	}
+	x := d.Executions[0]
+	if x.Epoch != epoch || x.Outcome != protocol.OutcomeCompleted || x.ExitCode == nil || *x.ExitCode != 0 {
+		r.t.Fatalf("the execution: %+v, want completed with exit 0 under lease epoch %d", x, epoch)
+	}
+	if got := r.output(work, x.ID, shell.StdoutArtifact); got != "started\nfinished\n" {
+		r.t.Fatalf("the recovered execution's stdout: %q, want what the script wrote before and after the crash", got)
+	}
+	r.e.Eventually("the script's process ended", func() bool { return !h.same() })
+}
+
+// TestDrillShellPackageKilledMidExecutionIsReadopted kills the shell
+// package -9 while its script runs: the package restarts, adopts the
+// execution under the next lease epoch, and the script (the same process)
+// runs on and completes the Work; no attempt is started again.
+func TestDrillShellPackageKilledMidExecutionIsReadopted(t *testing.T) {
+	iterations := scale(1, 4)
+	r := startRunRig(t, holdScript)
+	for i := range iterations {
+		_, work := r.deliver(fmt.Sprintf("d%d", i), i)
+		r.waitRunning(work, 1)
+		h := r.held()
+		before := r.e.Extension(shell.Name)
+		if before.State != "running" || before.PID <= 0 {
+			t.Fatalf("the shell package: %+v", before)
+		}
+		if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		r.e.Eventually("the shell package restarted", func() bool {
+			x := r.e.Extension(shell.Name)
+			return x.Restarts > before.Restarts && x.State == "running" && x.PID != before.PID
+		})
+		r.waitRecovered(work, 2, h)
+		r.finish(work, 2, h)
+		if err := os.Remove(filepath.Join(r.dir, "go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(t, "shell package killed -9 mid-execution %d times: each script re-adopted under lease epoch 2 and completed, none started again", iterations)
+}
+
+// TestDrillDaemonKilled9MidExecutionResumes kills serve -9 while a script
+// runs: after the restart the Events and the execution that completed
+// before the kill are there, the script (the same process) is re-adopted
+// under the next lease epoch and completes its Work.
+func TestDrillDaemonKilled9MidExecutionResumes(t *testing.T) {
+	iterations := scale(1, 4)
+	r := startRunRig(t, holdScript)
+	type done struct {
+		work, execution, event string
+	}
+	var before []done
+	for i := range iterations {
+		// A Work that completes before the kill.
+		ev, quick := r.deliverTitled(fmt.Sprintf("q%d", i), 1000+i, fmt.Sprintf("quick %d", i))
+		d := r.waitState(quick, "completed")
+		before = append(before, done{work: quick, execution: d.Executions[0].ID, event: ev.ID})
+
+		_, work := r.deliver(fmt.Sprintf("d%d", i), i)
+		r.waitRunning(work, 1)
+		h := r.held()
+		r.e.Kill()
+		if !h.same() {
+			t.Fatalf("iteration %d: the script died with the daemon", i)
+		}
+		r.launch()
+		r.waitRecovered(work, 2, h)
+		for _, b := range before {
+			d := r.detail(b.work)
+			if d.Work.State != "completed" || len(d.Executions) != 1 || d.Executions[0].ID != b.execution || d.Executions[0].Outcome != protocol.OutcomeCompleted {
+				t.Fatalf("iteration %d: Work %s completed before a kill is now %+v", i, b.work, d)
+			}
+			if _, err := r.e.C.EventRoute(context.Background(), b.event, 0); err != nil {
+				t.Fatalf("iteration %d: Event %s accepted before a kill: %v", i, b.event, err)
+			}
+		}
+		r.finish(work, 2, h)
+		if err := os.Remove(filepath.Join(r.dir, "go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(t, "serve killed -9 mid-execution %d times: each script re-adopted under lease epoch 2 and completed; %d completed Work before the kills intact", iterations, len(before))
 }
