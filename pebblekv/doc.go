@@ -80,7 +80,7 @@
 //
 // Running Work keeps the same rule. Only a running execution has a 'g'
 // entry, keyed by the hash of its current toolbelt token, so a settled
-// execution's token, or one a recovery re-issued, finds nothing; the token
+// execution's token finds nothing; the token
 // itself is never stored. Only an active Wait has a 'v' entry (so a Work
 // has at most one) and, when it has a due time, a 'd' entry. An operation
 // result is written once per (package, request ID).

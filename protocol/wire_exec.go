@@ -194,6 +194,21 @@ type ExecutorLiveResult struct {
 type ExecutionPersistRecoveryParams struct {
 	ExecutionRef
 	Recovery jsontext.Value `json:"recovery"`
+	// Process, when set, is the process the execution runs in, started
+	// in a session of its own so that it outlives the package: the host
+	// spares it, and what it starts, whenever it stops or reaps the
+	// package's processes (the package crashed, stopped, or the daemon
+	// stopped), for as long as a process with that pid has that start
+	// time.
+	Process *ExecutionProcess `json:"process,omitempty"`
+}
+
+// ExecutionProcess names one process by its pid and its start time (field
+// 22 of /proc/PID/stat, clock ticks after boot), so a reused pid is never
+// taken for it.
+type ExecutionProcess struct {
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
 }
 
 // ExecutionPersistRecoveryResult acknowledges the write.

@@ -265,7 +265,7 @@ func undeclaredControl(executor, control string) error {
 // keeps it only under the execution's current lease: a ref naming an older
 // epoch is ErrConflict, and the execution's executor must be this
 // package's.
-func (h *Host) PersistRecovery(ctx context.Context, ref ExecutionRef, metadata any) error {
+func (h *Host) PersistRecovery(ctx context.Context, ref ExecutionRef, metadata any, opts ...RecoveryOption) error {
 	raw, ok := metadata.(jsontext.Value)
 	if !ok {
 		b, err := json.Marshal(metadata)
@@ -278,8 +278,27 @@ func (h *Host) PersistRecovery(ctx context.Context, ref ExecutionRef, metadata a
 		return protocol.Errorf(protocol.ErrTooLarge, "recovery metadata of execution %s is %d bytes, over the %d-byte bound: keep only what adoption needs",
 			ref.Execution, len(raw), protocol.MaxRecoveryBytes)
 	}
-	_, err := invoke(ctx, h, protocol.ExecutionPersistRecovery, protocol.ExecutionPersistRecoveryParams{ExecutionRef: ref, Recovery: raw})
+	p := protocol.ExecutionPersistRecoveryParams{ExecutionRef: ref, Recovery: raw}
+	for _, o := range opts {
+		o(&p)
+	}
+	_, err := invoke(ctx, h, protocol.ExecutionPersistRecovery, p)
 	return err
+}
+
+// RecoveryOption adds to what PersistRecovery sends besides the metadata.
+type RecoveryOption func(*protocol.ExecutionPersistRecoveryParams)
+
+// DetachedProcess names the process the execution runs in, which the
+// package started in a session of its own so that it outlives the package
+// (pid, and its start time from field 22 of /proc/PID/stat). The host
+// spares it, and what it starts, when it stops or reaps the package's
+// processes; without it, a process carrying the package's environment
+// dies with the package.
+func DetachedProcess(pid int, startTicks uint64) RecoveryOption {
+	return func(p *protocol.ExecutionPersistRecoveryParams) {
+		p.Process = &protocol.ExecutionProcess{PID: pid, StartTicks: startTicks}
+	}
 }
 
 // WaitProgress sets the progress line operators see on a Work's active

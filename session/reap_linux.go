@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -172,4 +173,19 @@ func markerIn(env []byte) string {
 		}
 	}
 	return ""
+}
+
+// LaunchOf reads the marker process pid carries: the daemon run and the
+// extension whose launch it descends from. ok is false when it carries
+// none (or is gone, or its environment cannot be read).
+func LaunchOf(pid int) (run, name string, ok bool) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", "", false
+	}
+	parts := strings.SplitN(markerIn(env), ":", 3)
+	if len(parts) != 3 {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
 }

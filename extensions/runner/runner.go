@@ -337,7 +337,7 @@ func (rn *runner) run(ctx context.Context, r *sdk.Request, p sdk.ExecutorRunPara
 		// A host that does not serve persist_recovery keeps the metadata
 		// the result carries; any other refusal means the host no longer
 		// serves this attempt, so the job must not run on.
-		if err = r.Host.PersistRecovery(ctx, ref, jsontext.Value(raw)); errors.Is(err, sdk.ErrUnsupported) {
+		if err = r.Host.PersistRecovery(ctx, ref, jsontext.Value(raw), sdk.DetachedProcess(j.rec.PID, j.rec.StartTime)); errors.Is(err, sdk.ErrUnsupported) {
 			err = nil
 		}
 	}

@@ -62,9 +62,12 @@ func ref(id string, epoch uint64) sdk.ExecutionRef {
 }
 
 // run starts a job and kills its group when the test ends, whatever
-// became of it, so no test leaves a process behind.
+// became of it, so no test leaves a process behind. The host holds the
+// execution first, as the scheduler does before executor.run, so the
+// job's recovery metadata is persisted under its lease.
 func run(t *testing.T, h *sdktest.Harness, p sdk.ExecutorRunParams) runner.Recovery {
 	t.Helper()
+	h.Host().PutExecution(ref(p.Execution, p.Epoch), p.Work.ID)
 	var res sdk.ExecutorRunResult
 	if err := h.Raw(testCtx(t), protocol.MethodExecutorRun, p, &res); err != nil {
 		t.Fatalf("run: %v", err)

@@ -271,7 +271,7 @@ func (e *executor) run(ctx context.Context, r *sdk.Request, p sdk.ExecutorRunPar
 	}
 	raw, err := json.Marshal(rn.rec)
 	if err == nil {
-		err = r.Host.PersistRecovery(ctx, ref(p.Execution, p.Epoch), jsontext.Value(raw))
+		err = r.Host.PersistRecovery(ctx, ref(p.Execution, p.Epoch), jsontext.Value(raw), sdk.DetachedProcess(rn.rec.PID, rn.rec.StartTicks))
 		if errors.Is(err, sdk.ErrUnsupported) {
 			// A host without execution.persist_recovery persists the
 			// metadata the answer carries.
@@ -353,7 +353,7 @@ func (e *executor) recover(ctx context.Context, r *sdk.Request, p sdk.ExecutorRe
 	rn := adopt(r.Host, rec, p.Execution, p.Epoch)
 	raw, err := json.Marshal(rn.rec)
 	if err == nil {
-		err = r.Host.PersistRecovery(ctx, ref(p.Execution, p.Epoch), jsontext.Value(raw))
+		err = r.Host.PersistRecovery(ctx, ref(p.Execution, p.Epoch), jsontext.Value(raw), sdk.DetachedProcess(rn.rec.PID, rn.rec.StartTicks))
 		if errors.Is(err, sdk.ErrUnsupported) {
 			err = nil
 		}

@@ -71,7 +71,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Artifacts:     d.artifacts,
 		// The service judges the caller; the engine applies the lease and
 		// the Wait's state.
-		PersistRecovery: d.engine.PersistRecovery,
+		PersistRecovery: d.persistRecovery,
 		WaitProgress:    d.engine.WaitProgress,
 	})
 	dir := pkg.Dir

@@ -17,6 +17,7 @@ import (
 
 	json "github.com/go-json-experiment/json"
 
+	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
 )
 
@@ -143,9 +144,23 @@ func (p *processes) detach(extension string, pid int) error {
 	if !ok {
 		return fmt.Errorf("process %d is not running", pid)
 	}
+	return p.spare(extension, protocol.ExecutionProcess{PID: pid, StartTicks: ticks})
+}
+
+// spare records proc as an executor's detached work when it runs with the
+// start time it is named by; work already recorded is not recorded twice,
+// and one that ended needs no record.
+func (p *processes) spare(extension string, proc protocol.ExecutionProcess) error {
+	if ticks, ok := startTicks(proc.PID); !ok || ticks != proc.StartTicks {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.rec.Detached = append(p.rec.Detached, detached{Extension: extension, PID: pid, StartTicks: ticks, Since: time.Now()})
+	if slices.ContainsFunc(p.rec.Detached, func(w detached) bool { return w.PID == proc.PID && w.StartTicks == proc.StartTicks }) {
+		return nil
+	}
+	p.rec.Detached = append(liveDetached(p.rec.Detached),
+		detached{Extension: extension, PID: proc.PID, StartTicks: proc.StartTicks, Since: time.Now()})
 	return p.writeLocked()
 }
 
@@ -266,6 +281,38 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		d.logger.Warn("open-conduit stopped: packages that had not stopped within the grace period were killed", "grace", StopGrace)
 	default:
 		d.logger.Info("open-conduit stopped")
+	}
+	return nil
+}
+
+// persistRecovery is execution.persist_recovery once the service has
+// judged the caller: a process it names that runs must run with that start
+// time and, when it carries a launch marker, descend from the calling
+// package, or the call is refused before anything is written; the engine
+// then stores the metadata under the lease, and only then is the process
+// spared from the package's reaps, so a refused observer spares nothing.
+func (d *Daemon) persistRecovery(ctx context.Context, pkg string, p protocol.ExecutionPersistRecoveryParams) error {
+	if proc := p.Process; proc != nil {
+		if proc.PID <= 1 || proc.StartTicks == 0 {
+			return protocol.Errorf(protocol.ErrInvalid, "%s: process names pid %d started at %d; name the execution's process by its pid and its start time (field 22 of /proc/PID/stat)",
+				protocol.MethodExecutionPersistRecovery, proc.PID, proc.StartTicks)
+		}
+		if ticks, ok := startTicks(proc.PID); ok && ticks != proc.StartTicks {
+			return protocol.Errorf(protocol.ErrInvalid, "%s: process %d did not start at %d; name the process the execution runs in",
+				protocol.MethodExecutionPersistRecovery, proc.PID, proc.StartTicks)
+		}
+		if _, name, marked := session.LaunchOf(proc.PID); marked && name != pkg {
+			return protocol.Errorf(protocol.ErrUnauthorized, "%s: process %d is not one your package started",
+				protocol.MethodExecutionPersistRecovery, proc.PID)
+		}
+	}
+	if err := d.engine.PersistRecovery(ctx, pkg, p); err != nil {
+		return err
+	}
+	if p.Process != nil {
+		if err := d.procs.spare(pkg, *p.Process); err != nil {
+			d.logger.Warn("could not record an execution's detached process; it may die with its package", "extension", pkg, "execution", p.Execution, "err", err)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
 )
 
@@ -135,5 +137,85 @@ func TestDamagedProcessRecordRefusesTheStartWithTheRemedy(t *testing.T) {
 	}
 	if err := d.reapOrphans(); err != nil {
 		t.Fatal(fmt.Errorf("a missing record: %w", err))
+	}
+}
+
+// TestSpareRecordsOnlyTheNamedLiveProcessOnce: a process named by its pid
+// and start time is recorded once however often it is named; one named
+// with another start time, or one that ended, is not recorded; and a
+// spared process outlives the reap of its run while an unspared one of the
+// same run dies (the negative control).
+func TestSpareRecordsOnlyTheNamedLiveProcessOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("detached work is found through /proc, which only linux has")
+	}
+	d, _ := recordDaemon(t.TempDir())
+	if err := d.reapOrphans(); err != nil {
+		t.Fatal(err)
+	}
+	run := d.procs.token()
+	kept := markedSleep(t, run, true)
+	other := markedSleep(t, run, true)
+	ticks, ok := startTicks(kept)
+	if !ok {
+		t.Fatal("the sleep is not running")
+	}
+	for range 3 {
+		if err := d.procs.spare("probe", protocol.ExecutionProcess{PID: kept, StartTicks: ticks}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	otherTicks, _ := startTicks(other)
+	if err := d.procs.spare("probe", protocol.ExecutionProcess{PID: other, StartTicks: otherTicks + 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.procs.spare("probe", protocol.ExecutionProcess{PID: 1 << 30, StartTicks: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := readProcessRecord(d.procs.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Detached) != 1 || rec.Detached[0].PID != kept || rec.Detached[0].StartTicks != ticks {
+		t.Fatalf("recorded detached work %+v, want only pid %d once", rec.Detached, kept)
+	}
+	d.procs.release(d.logger)
+	waitGone(t, "the unspared process of the run", other)
+	if gone(kept) {
+		t.Fatal("the spared process died with its run")
+	}
+}
+
+// TestPersistRecoveryRefusesAProcessItCannotName: a process named with a
+// start time it does not have, or with no pid, is refused invalid, and
+// another package's process unauthorized, before the engine is asked; and
+// nothing is spared.
+func TestPersistRecoveryRefusesAProcessItCannotName(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process start times are read from /proc, which only linux has")
+	}
+	d, _ := recordDaemon(t.TempDir())
+	if err := d.reapOrphans(); err != nil {
+		t.Fatal(err)
+	}
+	pid := markedSleep(t, d.procs.token(), true)
+	ticks, _ := startTicks(pid)
+	for _, proc := range []protocol.ExecutionProcess{{PID: pid, StartTicks: ticks + 7}, {PID: 0, StartTicks: ticks}, {PID: pid}} {
+		err := d.persistRecovery(context.Background(), "probe", protocol.ExecutionPersistRecoveryParams{
+			ExecutionRef: protocol.ExecutionRef{Execution: "x_1", Epoch: 1}, Recovery: []byte(`{}`), Process: &proc})
+		if protocol.CodeOf(err) != protocol.CodeInvalid {
+			t.Errorf("process %+v: %v, want invalid", proc, err)
+		}
+	}
+	// The sleep carries probe's launch marker: another package may not
+	// name it.
+	err := d.persistRecovery(context.Background(), "shell", protocol.ExecutionPersistRecoveryParams{
+		ExecutionRef: protocol.ExecutionRef{Execution: "x_1", Epoch: 1}, Recovery: []byte(`{}`),
+		Process: &protocol.ExecutionProcess{PID: pid, StartTicks: ticks}})
+	if protocol.CodeOf(err) != protocol.CodeUnauthorized {
+		t.Errorf("another package's process: %v, want unauthorized", err)
+	}
+	if rec, _ := readProcessRecord(d.procs.path); len(rec.Detached) != 0 {
+		t.Errorf("a refused call spared %+v", rec.Detached)
 	}
 }

@@ -40,8 +40,8 @@ const (
 const maxReason = 1000
 
 // ExecutionByToken resolves a toolbelt bearer token to its running
-// execution; any other token (unknown, settled, superseded by a recovery's
-// new one) is protocol.ErrUnauthorized.
+// execution; any other token (unknown, or its execution settled) is
+// protocol.ErrUnauthorized.
 func (e *Engine) ExecutionByToken(token string) (pebblekv.Execution, error) {
 	var x pebblekv.Execution
 	var found bool
@@ -55,7 +55,7 @@ func (e *Engine) ExecutionByToken(token string) (pebblekv.Execution, error) {
 	}
 	if !found {
 		return pebblekv.Execution{}, protocol.Errorf(protocol.ErrUnauthorized,
-			"the token names no running execution: it is unknown, or its execution settled or was recovered under a new token")
+			"the token names no running execution: it is unknown, or its execution settled")
 	}
 	return x, nil
 }

@@ -16,15 +16,14 @@ import (
 var errSuperseded = errors.New("the execution settled or was recovered meanwhile")
 
 // recover adopts x, which runs in the store with nothing observing it (the
-// daemon restarted, or its package died): first a new lease epoch and a
-// new token are written, which fences the old epoch out (its
-// persist_recovery is conflict, its token unauthorized); then
-// executor.recover with the last persisted recovery metadata, and on
+// daemon restarted, or its package died): first a new lease epoch is
+// written, which fences the old observer out (its persist_recovery is
+// conflict); then executor.recover with the last persisted recovery metadata, and on
 // success executor.wait again. A refusal (not_adoptable or any other)
 // stops the execution and settles it failed, for the retry policy; a
 // package that went away again is retried later.
 func (s *scheduler) recover(ctx context.Context, x pebblekv.Execution) {
-	x, token, err := s.e.newEpoch(x.ID)
+	x, err := s.e.newEpoch(x.ID)
 	if err != nil {
 		if !errors.Is(err, errSuperseded) && ctx.Err() == nil {
 			s.e.d.Logger.Warn("taking a new lease to recover an execution", "execution", x.ID, "err", err)
@@ -32,7 +31,10 @@ func (s *scheduler) recover(ctx context.Context, x pebblekv.Execution) {
 		}
 		return
 	}
-	p, err := s.e.runParams(x, token)
+	// The execution keeps its token: the program the executor runs holds
+	// it in its environment and goes on calling the toolbelt with it, so
+	// recover carries none.
+	p, err := s.e.runParams(x, "")
 	if err != nil {
 		s.settle(x, failedResult(fmt.Sprintf("preparing %s: %v", protocol.MethodExecutorRecover, err)))
 		return
@@ -80,10 +82,10 @@ func (s *scheduler) abandon(ctx context.Context, x pebblekv.Execution, refused e
 	s.settle(x, failedResult(reason))
 }
 
-// newEpoch writes x's next lease epoch with a new token, and answers the
-// execution as it now is with the token.
-func (e *Engine) newEpoch(id string) (pebblekv.Execution, string, error) {
-	token, hash := pebblekv.NewToken()
+// newEpoch writes x's next lease epoch, and answers the execution as it
+// now is. Its token stays: a token dies with its execution, not with an
+// observer.
+func (e *Engine) newEpoch(id string) (pebblekv.Execution, error) {
 	var x pebblekv.Execution
 	err := e.d.DB.Update(func(tx *pebblekv.Tx) error {
 		var found bool
@@ -95,14 +97,13 @@ func (e *Engine) newEpoch(id string) (pebblekv.Execution, string, error) {
 			return errSuperseded
 		}
 		x.Epoch++
-		x.TokenHash = hash
 		return tx.PutExecution(x)
 	})
 	if err != nil {
 		x.ID = id
-		return x, "", err
+		return x, err
 	}
-	return x, token, nil
+	return x, nil
 }
 
 // storeRecovery writes recovery metadata on execution id, fenced by epoch:

@@ -241,7 +241,10 @@ func (e *Engine) runParams(x pebblekv.Execution, token string) (protocol.Executo
 			env[name] = v
 		}
 	}
-	env[protocol.EnvToken], env[protocol.EnvWork], env[protocol.EnvExecution] = token, x.Work, x.ID
+	env[protocol.EnvWork], env[protocol.EnvExecution] = x.Work, x.ID
+	if token != "" {
+		env[protocol.EnvToken] = token
+	}
 	if e.d.Toolbelt != "" {
 		env[protocol.EnvToolbelt] = e.d.Toolbelt
 	}

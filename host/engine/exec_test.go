@@ -272,12 +272,13 @@ func TestJoinedEventWakesTheWaitingWork(t *testing.T) {
 	r.workIn(w.ID, pebblekv.WorkCompleted)
 }
 
-// TestRecoveryAfterARestartTakesANewEpochAndFencesTheOldToken: an
-// execution left running by an engine that stopped is recovered by the
-// next one on the same store: executor.recover under epoch 2 with the last
-// persisted metadata and a new token; the old token is refused, the old
-// epoch's persist_recovery is conflict, and the adopted execution settles.
-func TestRecoveryAfterARestartTakesANewEpochAndFencesTheOldToken(t *testing.T) {
+// TestRecoveryAfterARestartTakesANewEpochAndKeepsTheToken: an execution
+// left running by an engine that stopped is recovered by the next one on
+// the same store: executor.recover under epoch 2 with the last persisted
+// metadata and no token; the program still running keeps calling with its
+// token until the execution settles, when the token is refused; the old
+// epoch's persist_recovery is conflict.
+func TestRecoveryAfterARestartTakesANewEpochAndKeepsTheToken(t *testing.T) {
 	decl := protocol.Executor{Controls: []string{protocol.ControlStop}}
 	r := newExecRig(t, execOpts{decl: decl})
 	w := r.accept("k")
@@ -292,15 +293,13 @@ func TestRecoveryAfterARestartTakesANewEpochAndFencesTheOldToken(t *testing.T) {
 	if rec.Execution != p.Execution || rec.Epoch != 2 || string(rec.Recovery) != string(meta) || rec.Work.ID != w.ID {
 		t.Fatalf("recover params %+v", rec)
 	}
-	if rec.Toolbelt.Token == p.Toolbelt.Token || rec.Env[protocol.EnvToken] != rec.Toolbelt.Token {
-		t.Fatalf("the recovery kept the old token")
+	if _, has := rec.Env[protocol.EnvToken]; rec.Toolbelt.Token != "" || has {
+		t.Fatalf("recover was handed a token: %q, env %v", rec.Toolbelt.Token, rec.Env)
 	}
-	_, err := r.e.ExecutionByToken(p.Toolbelt.Token)
-	wantCode(t, "the old token", err, protocol.ErrUnauthorized)
-	if x := r.byToken(rec.Toolbelt.Token); x.Epoch != 2 {
-		t.Errorf("new token resolves to epoch %d", x.Epoch)
+	if x := r.byToken(p.Toolbelt.Token); x.Epoch != 2 {
+		t.Errorf("the execution's token resolves to epoch %d after the recovery, want 2", x.Epoch)
 	}
-	err = r.e.PersistRecovery(context.Background(), execPkg, protocol.ExecutionPersistRecoveryParams{ExecutionRef: ref, Recovery: jsontext.Value(`{}`)})
+	err := r.e.PersistRecovery(context.Background(), execPkg, protocol.ExecutionPersistRecoveryParams{ExecutionRef: ref, Recovery: jsontext.Value(`{}`)})
 	wantCode(t, "persist_recovery at the old epoch", err, protocol.ErrConflict)
 	if got := r.execution(p.Execution); string(got.Recovery) != string(meta) {
 		t.Errorf("the stale write changed the metadata to %s", got.Recovery)
@@ -310,6 +309,8 @@ func TestRecoveryAfterARestartTakesANewEpochAndFencesTheOldToken(t *testing.T) {
 	}
 	r.fx.finish(p.Execution, completed)
 	r.workIn(w.ID, pebblekv.WorkCompleted)
+	_, err = r.e.ExecutionByToken(p.Toolbelt.Token)
+	wantCode(t, "the token of the settled execution", err, protocol.ErrUnauthorized)
 }
 
 // TestNotAdoptableIsStoppedThenRetried: an execution its executor will not

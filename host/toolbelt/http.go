@@ -74,7 +74,7 @@ func (s *Server) authenticate(r *http.Request) (pebblekv.Execution, error) {
 	switch {
 	case protocol.CodeOf(err) == protocol.CodeUnauthorized:
 		return pebblekv.Execution{}, protocol.Errorf(protocol.ErrUnauthorized,
-			"the token is not a running execution's: its execution settled or was recovered under a new lease, and a token dies with its execution")
+			"the token is not a running execution's: its execution settled, and a token dies with its execution")
 	case err != nil:
 		return pebblekv.Execution{}, err
 	}
