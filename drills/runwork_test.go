@@ -512,8 +512,9 @@ func TestDrillStaleExecutionTokenIsRefused(t *testing.T) {
 }
 
 // holdScript finishes at once for a delivery titled quick; otherwise it
-// records its pid, runs until the drill creates go, then writes its
-// output and exits 0.
+// records its pid, runs until the drill creates go, then calls the
+// toolbelt with the token it was started with (which must still work
+// after a recovery), writes its output and exits 0.
 const holdScript = `if grep -q '"quick' "$OPEN_CONDUIT_INPUTS"; then
   echo quick
   exit 0
@@ -521,6 +522,7 @@ fi
 echo $$ > "$D/pid"
 echo started
 gofor go
+"$OPEN_CONDUIT" call read_context > /dev/null
 echo finished
 `
 
@@ -610,6 +612,12 @@ func (r *runRig) finish(work string, epoch uint64, h heldScript) {
 		r.t.Fatalf("the recovered execution's stdout: %q, want what the script wrote before and after the crash", got)
 	}
 	r.e.Eventually("the script's process ended", func() bool { return !h.same() })
+	// The next held script writes its own pid and waits for its own go.
+	for _, name := range []string{"go", "pid"} {
+		if err := os.Remove(filepath.Join(r.dir, name)); err != nil {
+			r.t.Fatal(err)
+		}
+	}
 }
 
 // TestDrillShellPackageKilledMidExecutionIsReadopted kills the shell
@@ -617,7 +625,7 @@ func (r *runRig) finish(work string, epoch uint64, h heldScript) {
 // execution under the next lease epoch, and the script (the same process)
 // runs on and completes the Work; no attempt is started again.
 func TestDrillShellPackageKilledMidExecutionIsReadopted(t *testing.T) {
-	iterations := scale(1, 4)
+	iterations := scale(1, 5)
 	r := startRunRig(t, holdScript)
 	for i := range iterations {
 		_, work := r.deliver(fmt.Sprintf("d%d", i), i)
@@ -636,9 +644,6 @@ func TestDrillShellPackageKilledMidExecutionIsReadopted(t *testing.T) {
 		})
 		r.waitRecovered(work, 2, h)
 		r.finish(work, 2, h)
-		if err := os.Remove(filepath.Join(r.dir, "go")); err != nil {
-			t.Fatal(err)
-		}
 	}
 	report(t, "shell package killed -9 mid-execution %d times: each script re-adopted under lease epoch 2 and completed, none started again", iterations)
 }
@@ -648,7 +653,7 @@ func TestDrillShellPackageKilledMidExecutionIsReadopted(t *testing.T) {
 // before the kill are there, the script (the same process) is re-adopted
 // under the next lease epoch and completes its Work.
 func TestDrillDaemonKilled9MidExecutionResumes(t *testing.T) {
-	iterations := scale(1, 4)
+	iterations := scale(1, 10)
 	r := startRunRig(t, holdScript)
 	type done struct {
 		work, execution, event string
@@ -679,9 +684,6 @@ func TestDrillDaemonKilled9MidExecutionResumes(t *testing.T) {
 			}
 		}
 		r.finish(work, 2, h)
-		if err := os.Remove(filepath.Join(r.dir, "go")); err != nil {
-			t.Fatal(err)
-		}
 	}
 	report(t, "serve killed -9 mid-execution %d times: each script re-adopted under lease epoch 2 and completed; %d completed Work before the kills intact", iterations, len(before))
 }
