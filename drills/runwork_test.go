@@ -78,9 +78,12 @@ func startRunRig(t *testing.T, script string) *runRig {
 	if _, err := os.Stat(shell.DefaultShell); err != nil {
 		t.Skipf("the shell executor needs %s: %v", shell.DefaultShell, err)
 	}
-	e := daemontest.New(t, bins)
-	r := &runRig{t: t, e: e, dir: t.TempDir(), env: []string{"OC_TEST_HOOK=" + signedSecret}}
+	r := &runRig{t: t, dir: t.TempDir(), env: []string{"OC_TEST_HOOK=" + signedSecret}}
+	// Registered before the daemon's, so it runs after the daemon was
+	// killed: no script starts after it looked.
 	t.Cleanup(r.killScripts)
+	e := daemontest.New(t, bins)
+	r.e = e
 	path := filepath.Join(r.dir, "script.sh")
 	text := fmt.Sprintf(scriptPrologue, shQuote(r.dir)) + script
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
@@ -106,10 +109,24 @@ func (r *runRig) launch() {
 // shQuote quotes s for a POSIX shell.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// killScripts ends the process group of every script the rig ran, so no
-// drill leaves one behind (they run detached from the daemon on purpose).
+// killScripts ends the process group of every process still running a
+// script of the rig (its command line names the rig's directory), so no
+// drill leaves one behind: they run detached from the daemon on purpose.
+// A pid the scripts recorded counts too, should one have exec'd another
+// program.
 func (r *runRig) killScripts() {
-	for _, pid := range r.scriptPIDs() {
+	pids := r.scriptPIDs()
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		if cmd, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline"); err == nil && bytes.Contains(cmd, []byte(r.dir)) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
 		if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
