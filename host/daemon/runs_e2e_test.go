@@ -230,9 +230,9 @@ func TestOperatorReadsAttemptsArtifactsAndWaitsOfRunningWork(t *testing.T) {
 }
 
 // TestOperatorControlsPassTheEnginesAnswerThrough: interrupt, inject, stop
-// and live of a known Work reach the engine, whose answer (unsupported
-// until it runs Work) comes back with its code and message through the
-// API and the binary; an unknown Work is not_found before the engine, and
+// and live of a known Work reach the engine, whose answer (unsupported: the
+// probe's executor declares none of them) comes back with its code and
+// message through the API and the binary; an unknown Work is not_found before the engine, and
 // a malformed inject is invalid.
 func TestOperatorControlsPassTheEnginesAnswerThrough(t *testing.T) {
 	f := startRunFixture(t)
@@ -241,7 +241,7 @@ func TestOperatorControlsPassTheEnginesAnswerThrough(t *testing.T) {
 	for _, control := range client.Controls {
 		t.Run(control, func(t *testing.T) {
 			_, err := c.ControlWork(ctx, f.work, control, map[bool]string{true: "also check the logs"}[control == client.ControlInject])
-			wantClientCode(t, control, err, protocol.CodeUnsupported, "work "+control+": this host does not run Work yet")
+			wantClientCode(t, control, err, protocol.CodeUnsupported, "does not declare "+control)
 			_, err = c.ControlWork(ctx, "w_nosuch", control, map[bool]string{true: "x"}[control == client.ControlInject])
 			wantClientCode(t, control+" of an unknown Work", err, protocol.CodeNotFound, "no Work")
 		})
@@ -249,13 +249,13 @@ func TestOperatorControlsPassTheEnginesAnswerThrough(t *testing.T) {
 	_, err := c.ControlWork(ctx, f.work, client.ControlInject, "")
 	wantClientCode(t, "inject without text", err, protocol.CodeInvalid, "inject needs text")
 	_, err = c.WorkLive(ctx, f.work, 100)
-	wantClientCode(t, "live", err, protocol.CodeUnsupported, "does not run Work yet")
+	wantClientCode(t, "live", err, protocol.CodeUnsupported, "does not declare live")
 	_, err = c.WorkLive(ctx, "w_nosuch", 100)
 	wantClientCode(t, "live of an unknown Work", err, protocol.CodeNotFound, "no Work")
 
 	for _, args := range [][]string{{"interrupt", f.work}, {"inject", f.work, "also check the logs"}, {"stop", f.work}, {"live", f.work}} {
 		code, _, errs := cli(t, f.e, append([]string{"work"}, args...)...)
-		if code != 1 || !strings.Contains(errs, "does not run Work yet") {
+		if code != 1 || !strings.Contains(errs, "does not declare "+args[0]) {
 			t.Errorf("work %v: exit %d, stderr %q; want 1 and the engine's message", args, code, errs)
 		}
 	}
