@@ -257,7 +257,7 @@ var catalogue = []Method{
 
 	// Toolbelt operations.
 	served(h2e(MethodOperationCall, SurfaceHandlerOps, "run a handler operation with its authority and request_id", "GH", "SL", "TR", "BB", "IS", "HU")),
-	h2e(MethodOperationWait, SurfaceWaitOps, "plan a wait for a wait operation", "GH"),
+	served(h2e(MethodOperationWait, SurfaceWaitOps, "plan a wait for a wait operation", "GH")),
 	h2e(MethodOperationEmit, SurfaceEmitOps, "plan an Event for an emit operation", "IS"),
 	inTx(h2e(MethodEmitCommit, SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS")),
 	inTx(h2e(MethodDependencyFilter, SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH")),

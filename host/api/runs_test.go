@@ -64,9 +64,9 @@ func TestControlBodiesAreJudgedBeforeTheDaemon(t *testing.T) {
 }
 
 func TestUnsupportedControlIsNotImplementedWithItsMessage(t *testing.T) {
-	rec := &runsRecorder{err: protocol.Errorf(protocol.ErrUnsupported, "work stop: this host does not run Work yet")}
+	rec := &runsRecorder{err: protocol.Errorf(protocol.ErrUnsupported, "work stop: executor shell does not declare stop")}
 	w, e := do(t, rec, http.MethodPost, "/v1/work/w_1/stop", "")
-	if w.Code != http.StatusNotImplemented || e.Code != protocol.CodeUnsupported || e.Message != "work stop: this host does not run Work yet" {
+	if w.Code != http.StatusNotImplemented || e.Code != protocol.CodeUnsupported || e.Message != "work stop: executor shell does not declare stop" {
 		t.Fatalf("%d %+v", w.Code, e)
 	}
 	w, e = do(t, rec, http.MethodGet, "/v1/work/w_1/live?tail="+"999999", "")

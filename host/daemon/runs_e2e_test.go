@@ -230,10 +230,10 @@ func TestOperatorReadsAttemptsArtifactsAndWaitsOfRunningWork(t *testing.T) {
 }
 
 // TestOperatorControlsPassTheEnginesAnswerThrough: interrupt, inject, stop
-// and live of a known Work reach the engine, whose answer (unsupported:
-// the probe's executor declares none of them) comes back with its code
-// and message through the API and the binary; an unknown Work is
-// not_found before the engine, and a malformed inject is invalid.
+// and live of a known Work reach the engine, whose answer (unsupported: the
+// probe's executor declares none of them) comes back with its code and
+// message through the API and the binary; an unknown Work is not_found before the engine, and
+// a malformed inject is invalid.
 func TestOperatorControlsPassTheEnginesAnswerThrough(t *testing.T) {
 	f := startRunFixture(t)
 	ctx := context.Background()

@@ -156,8 +156,8 @@ func TestArtifactMethodsWithoutAStoreAreUnsupported(t *testing.T) {
 }
 
 // TestPersistRecoveryIsJudgedByCallerBeforeTheEngine: only the package
-// whose executor runs the execution reaches the engine (which answers
-// unsupported until it runs Work, passed through with its code); another
+// whose executor runs the execution reaches the engine, which stores the
+// metadata under the lease; another
 // package's execution or an unknown one is not_found, and metadata over
 // the bound is too_large, each counted as a refusal.
 func TestPersistRecoveryIsJudgedByCallerBeforeTheEngine(t *testing.T) {
@@ -172,7 +172,7 @@ func TestPersistRecoveryIsJudgedByCallerBeforeTheEngine(t *testing.T) {
 		code      string
 		message   string
 	}{
-		{"its own execution reaches the engine", h.execution, small, protocol.CodeUnsupported, "does not run Work yet"},
+		{"its own execution reaches the engine", h.execution, small, "", ""},
 		{"another package's execution", h.otherExecution, small, protocol.CodeNotFound, "no execution"},
 		{"an unknown execution", "x_nope", small, protocol.CodeNotFound, "no execution"},
 		{"no execution", "", small, protocol.CodeNotFound, "no execution"},
@@ -183,10 +183,19 @@ func TestPersistRecoveryIsJudgedByCallerBeforeTheEngine(t *testing.T) {
 			before := h.runnerSvc.Refused()
 			p := protocol.ExecutionPersistRecoveryParams{ExecutionRef: protocol.ExecutionRef{Execution: tt.execution, Epoch: 1}, Recovery: tt.recovery}
 			_, err := jsonrpc.Invoke(ctx, h.runner, protocol.ExecutionPersistRecovery, p)
+			if tt.code == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if x := h.execRecord(t, tt.execution); string(x.Recovery) != string(tt.recovery) {
+					t.Fatalf("the engine kept %s, want %s", x.Recovery, tt.recovery)
+				}
+				return
+			}
 			if protocol.CodeOf(err) != tt.code || !strings.Contains(err.Error(), tt.message) {
 				t.Fatalf("%v, want %s saying %q", err, tt.code, tt.message)
 			}
-			if tt.code != protocol.CodeUnsupported && h.runnerSvc.Refused() != before+1 {
+			if h.runnerSvc.Refused() != before+1 {
 				t.Fatalf("refusals went %d → %d, want one more", before, h.runnerSvc.Refused())
 			}
 		})
@@ -194,8 +203,8 @@ func TestPersistRecoveryIsJudgedByCallerBeforeTheEngine(t *testing.T) {
 }
 
 // TestWaitProgressOnlyFromTheWaitsOwner: the package whose wait operation
-// declared a Work's active Wait reaches the engine (unsupported until it
-// runs Work); another package, or anyone for the builtin wait's Wait, is
+// declared a Work's active Wait reaches the engine, which sets its progress
+// line; another package, or anyone for the builtin wait's Wait, is
 // unauthorized; a Work with no active Wait is not_found.
 func TestWaitProgressOnlyFromTheWaitsOwner(t *testing.T) {
 	h := newExecHarness(t)
@@ -206,7 +215,7 @@ func TestWaitProgressOnlyFromTheWaitsOwner(t *testing.T) {
 		work string
 		code string
 	}{
-		{"the owner reaches the engine", h.runner, "w_1", protocol.CodeUnsupported},
+		{"the owner reaches the engine", h.runner, "w_1", ""},
 		{"another package", h.other, "w_1", protocol.CodeUnauthorized},
 		{"the builtin wait's Wait", h.runner, "w_3", protocol.CodeUnauthorized},
 		{"a Work with no active Wait", h.runner, "w_2", protocol.CodeNotFound},
@@ -215,9 +224,34 @@ func TestWaitProgressOnlyFromTheWaitsOwner(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := jsonrpc.Invoke(ctx, tt.conn, protocol.WaitProgress, protocol.WaitProgressParams{Work: tt.work, Progress: "3 of 5 checks"})
+			if tt.code == "" && err != nil {
+				t.Fatal(err)
+			}
 			if protocol.CodeOf(err) != tt.code {
 				t.Fatalf("%v, want %s", err, tt.code)
 			}
+			if tt.code == "" {
+				var w pebblekv.Wait
+				if err := h.db.View(func(rd *pebblekv.Reader) (err error) {
+					w, _, err = rd.ActiveWait(tt.work)
+					return err
+				}); err != nil || w.Progress != "3 of 5 checks" {
+					t.Fatalf("the Wait's progress is %q (%v), want the line sent", w.Progress, err)
+				}
+			}
 		})
 	}
+}
+
+// execRecord reads execution id from the harness's store.
+func (h *execHarness) execRecord(t *testing.T, id string) pebblekv.Execution {
+	t.Helper()
+	var x pebblekv.Execution
+	if err := h.db.View(func(rd *pebblekv.Reader) (err error) {
+		x, _, err = rd.Execution(id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
