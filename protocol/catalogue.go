@@ -260,7 +260,7 @@ var catalogue = []Method{
 	served(h2e(MethodOperationWait, SurfaceWaitOps, "plan a wait for a wait operation", "GH")),
 	h2e(MethodOperationEmit, SurfaceEmitOps, "plan an Event for an emit operation", "IS"),
 	inTx(h2e(MethodEmitCommit, SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS")),
-	inTx(h2e(MethodDependencyFilter, SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH")),
+	served(inTx(h2e(MethodDependencyFilter, SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH"))),
 	gated(h2e(MethodOperationGate, SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate),
 	gated(h2e(MethodWorkAdmit, SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate),
 	gated(e2h(MethodWorkSettleHold, SurfaceStartGate, "settle a hold the extension's start gate placed", "HU"), PermissionStartGate),
@@ -281,7 +281,7 @@ var catalogue = []Method{
 	h2e(MethodExecutorResume, SurfaceResume, "resume a waiting execution with new input", usersExec...),
 	served(h2e(MethodExecutorInterrupt, SurfaceInterrupt, "interrupt a running execution", usersExec...)),
 	served(h2e(MethodExecutorInject, SurfaceInject, "inject input into a running execution", usersExec...)),
-	h2e(MethodExecutorForget, SurfaceForget, "forget an execution's local state", usersExec...),
+	served(h2e(MethodExecutorForget, SurfaceForget, "forget an execution's local state", usersExec...)),
 	served(h2e(MethodExecutorStop, SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC")),
 	h2e(MethodExecutorInteractiveLaunch, SurfaceLaunch, "the argv and environment for an operator's interactive launch", "CC", "CX"),
 	h2e(MethodExecutorAttach, SurfaceAttach, "attach the operator to a running session", "CC"),
@@ -357,7 +357,7 @@ var catalogue = []Method{
 	gated(h2e(MethodConfigCandidate, SurfaceConfigCandidate, "the config changes a Work proposes", "GH"), PermissionConfigRead),
 
 	// Run environment, annotations, actions, panels, setup.
-	h2e(MethodRunEnvironment, SurfaceRunEnvironment, "an environment layer for a run of Work", "GH"),
+	served(h2e(MethodRunEnvironment, SurfaceRunEnvironment, "an environment layer for a run of Work", "GH")),
 	h2e(MethodWorkAnnotate, SurfaceAnnotate, "annotate Work in the extension's scopes", "GH"),
 	h2e(MethodWorkActions, SurfaceActions, "the actions offered on a target", "GH", "SL", "HU"),
 	h2e(MethodWorkAct, SurfaceActions, "invoke an action for an operator", "GH", "SL", "HU"),

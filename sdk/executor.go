@@ -72,9 +72,9 @@ var (
 )
 
 // ExecutorFuncs are an executor's methods. Run, Wait and Recover are
-// required; each optional one set declares what it serves: Stop the stop
-// control, Interrupt, Inject and Resume the capabilities of those names,
-// Live the live control. An execution outlives the process that started it, so every
+// required; each optional one set declares what it serves: Stop, Forget
+// and Live the controls of those names, Interrupt, Inject and Resume the
+// capabilities of those names. An execution outlives the process that started it, so every
 // method but Run may be asked about an execution this process did not
 // start: Recover adopts one, and Stop carries its recovery metadata.
 type ExecutorFuncs struct {
@@ -97,6 +97,11 @@ type ExecutorFuncs struct {
 	Resume func(ctx context.Context, r *Request, p ExecutorResumeParams) error
 	// Live answers a running execution's output so far.
 	Live func(ctx context.Context, r *Request, p ExecutorLiveParams) (ExecutorLiveResult, error)
+	// Forget drops what the package keeps of a settled execution (its
+	// records, its files). The host sends it once the execution settled,
+	// best effort, and may send it again: forgetting an unknown execution
+	// is no error.
+	Forget func(ctx context.Context, r *Request, ref ExecutionRef) error
 }
 
 // ExecutorOption sets an executor's declaration beyond what its funcs say.
@@ -136,6 +141,9 @@ func (x *Extension) Executor(name string, f ExecutorFuncs, opts ...ExecutorOptio
 	d := Executor{Name: name}
 	if f.Stop != nil {
 		d.Controls = append(d.Controls, protocol.ControlStop)
+	}
+	if f.Forget != nil {
+		d.Controls = append(d.Controls, protocol.ControlForget)
 	}
 	if f.Live != nil {
 		d.Controls = append(d.Controls, protocol.ControlLive)
@@ -221,6 +229,17 @@ func (x *Extension) serveExecutors() {
 				return protocol.ExecutorControlResult{}, err
 			}
 			return protocol.ExecutorControlResult{}, f.Resume(ctx, r, p)
+		}))
+	x.Method(protocol.MethodExecutorForget, typed(protocol.MethodExecutorForget,
+		func(ctx context.Context, r *Request, p ExecutionRef) (protocol.ExecutorControlResult, error) {
+			f, err := x.executor(r, p.Executor, protocol.ControlForget)
+			if err == nil && f.Forget == nil {
+				err = undeclaredControl(r.Name, protocol.ControlForget)
+			}
+			if err != nil {
+				return protocol.ExecutorControlResult{}, err
+			}
+			return protocol.ExecutorControlResult{}, f.Forget(ctx, r, p)
 		}))
 	x.Method(protocol.MethodExecutorLive, typed(protocol.MethodExecutorLive,
 		func(ctx context.Context, r *Request, p ExecutorLiveParams) (ExecutorLiveResult, error) {

@@ -59,6 +59,10 @@ func every(name string, seen *sync.Map) sdk.ExecutorFuncs {
 	f.Live = func(_ context.Context, _ *sdk.Request, p sdk.ExecutorLiveParams) (sdk.ExecutorLiveResult, error) {
 		return sdk.ExecutorLiveResult{Outputs: []sdk.LiveOutput{{Name: "stdout", Size: int64(p.Tail)}}}, nil
 	}
+	f.Forget = func(_ context.Context, _ *sdk.Request, ref sdk.ExecutionRef) error {
+		seen.Store(name+":forget", ref.Execution)
+		return nil
+	}
 	return f
 }
 
@@ -76,7 +80,8 @@ func TestExecutorDeclaresControlsAndCapabilitiesFromItsFuncs(t *testing.T) {
 	}{
 		{"required funcs alone declare nothing optional", required("acme-bare", &seen), nil, nil,
 			sdk.Executor{Name: "acme-bare"}},
-		{"every func declares stop, live, interrupt, inject and resume", every("acme-full", &seen), nil, []string{protocol.ControlStop, protocol.ControlLive},
+		{"every func declares stop, forget, live, interrupt, inject and resume", every("acme-full", &seen), nil,
+			[]string{protocol.ControlStop, protocol.ControlForget, protocol.ControlLive},
 			sdk.Executor{Name: "acme-full", Capabilities: protocol.Capabilities{Interrupt: true, Inject: true, Resume: true}}},
 		{"options set the pool, the fields and the toolbelt", required("acme-jobs", &seen),
 			[]sdk.ExecutorOption{sdk.JobsPool(), sdk.ExecutorFields(sdk.Field{Name: "argv"}), sdk.ExecutorToolbelt("cli")}, nil,
@@ -180,6 +185,12 @@ func TestExecutorMethodsDispatchByTheExecutorTheyName(t *testing.T) {
 	if err := h.Raw(ctx, protocol.MethodExecutorLive, sdk.ExecutorLiveParams{ExecutionRef: ref("pair-full"), Tail: 9}, &live); err != nil || len(live.Outputs) != 1 || live.Outputs[0].Size != 9 {
 		t.Errorf("live on full: %+v, %v", live, err)
 	}
+	if err := h.Raw(ctx, protocol.MethodExecutorForget, ref("pair-full"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := seen.Load("full:forget"); v != "x_1" {
+		t.Errorf("forget got %v", v)
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -191,6 +202,7 @@ func TestExecutorMethodsDispatchByTheExecutorTheyName(t *testing.T) {
 		{"resume on an executor without it", protocol.MethodExecutorResume, sdk.ExecutorResumeParams{ExecutionRef: ref("pair-bare")}, protocol.ErrUndeclared},
 		{"stop on an executor without it", protocol.MethodExecutorStop, sdk.ExecutorStopParams{ExecutionRef: ref("pair-bare")}, protocol.ErrUndeclared},
 		{"live on an executor without it", protocol.MethodExecutorLive, sdk.ExecutorLiveParams{ExecutionRef: ref("pair-bare")}, protocol.ErrUndeclared},
+		{"forget on an executor without it", protocol.MethodExecutorForget, ref("pair-bare"), protocol.ErrUndeclared},
 		{"run on an undeclared executor", protocol.MethodExecutorRun, sdk.ExecutorRunParams{Execution: "x_1", Executor: "pair-ghost"}, protocol.ErrUndeclared},
 		{"wait naming no executor of two", protocol.MethodExecutorWait, ref(""), protocol.ErrInvalidParams},
 	} {

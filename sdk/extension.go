@@ -115,8 +115,8 @@ func OutputSchema(schema string) OperationOption {
 	return func(_ *protocol.Operation, o *operation) { o.outputSchema = schema }
 }
 
-// Operation registers a toolbelt operation served by h (made with Handler)
-// and declares it, with the JSON Schema of h's input, in the manifest.
+// Operation registers a toolbelt operation served by h (made with Handler,
+// or Waiter for a wait operation) and declares it, with the JSON Schema of h's input, in the manifest.
 // Registering a name twice panics.
 func (x *Extension) Operation(name string, h OperationHandler, opts ...OperationOption) *Extension {
 	if h.op == nil {
@@ -130,7 +130,7 @@ func (x *Extension) Operation(name string, h OperationHandler, opts ...Operation
 	}
 	op := *h.op
 	op.outputSchema = name + ".v1"
-	decl := protocol.Operation{Name: name, Kind: protocol.OperationHandler, Input: op.inputSchemaJSON}
+	decl := protocol.Operation{Name: name, Kind: op.kind, Input: op.inputSchemaJSON}
 	for _, o := range opts {
 		o(&decl, &op)
 	}

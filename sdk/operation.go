@@ -22,7 +22,10 @@ type operation struct {
 	inputSchema     *Schema
 	inputSchemaJSON jsontext.Value
 	outputSchema    string
-	call            func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
+	// kind is the operation's kind: protocol.OperationHandler unless set
+	// (Waiter).
+	kind string
+	call func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
 }
 
 // Handler makes an operation handler from a typed function. The input's data
@@ -45,7 +48,7 @@ func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, 
 	} else {
 		schema = SchemaOf[In]()
 	}
-	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON()}
+	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON(), kind: protocol.OperationHandler}
 	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
 		var in In
 		if raw {

@@ -101,6 +101,9 @@ func (s *server) table() *jsonrpc.Table {
 	if len(s.x.operations) > 0 {
 		jsonrpc.Serve(t, protocol.OperationCall, s.operationCall)
 	}
+	if s.x.hasKind(protocol.OperationWait) {
+		jsonrpc.Serve(t, protocol.OperationWaitPlan, s.operationWait)
+	}
 	if s.x.validate != nil || s.typedEntries() {
 		jsonrpc.Serve(t, protocol.Validate, s.validate)
 	}
@@ -188,8 +191,8 @@ func (s *server) shutdown(ctx context.Context, _ protocol.ShutdownParams) (proto
 
 func (s *server) operationCall(ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 	op, ok := s.x.operations[p.Operation]
-	if !ok {
-		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "operation %q is not declared by %s", p.Operation, s.x.Manifest.Name)
+	if !ok || op.kind != protocol.OperationHandler {
+		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "handler operation %q is not declared by %s", p.Operation, s.x.Manifest.Name)
 	}
 	r := &Request{Host: s.host, Authority: p.Authority, RequestID: p.RequestID,
 		Method: protocol.MethodOperationCall, Name: p.Operation}

@@ -260,17 +260,13 @@ func Extension() *sdk.Extension {
 		sdk.Certification(Certification)).
 		Executor(ExecutorName, sdk.ExecutorFuncs{
 			Run: rn.run, Wait: rn.wait, Recover: rn.recover, Stop: rn.stop, Interrupt: rn.interrupt, Inject: rn.inject,
+			Forget: rn.forget,
 		}, sdk.JobsPool(), sdk.ExecutorToolbelt("cli"), sdk.ExecutorFields(
 			sdk.Field{Name: "command", Required: true, Help: "The program to run: a path, or a name looked up on PATH."},
 			sdk.Field{Name: "args", Help: "Its arguments, a list of strings."},
 			sdk.Field{Name: "stop_grace_seconds", Default: "10", Help: "How long stop waits after SIGTERM before SIGKILL, at most 300."},
 		)).
-		Validate(validate).
-		// The SDK's ExecutorFuncs have no Forget yet, so the method is
-		// served by name and the control declared by hand.
-		Method(protocol.MethodExecutorForget, rn.forget)
-	ex := &x.Manifest.Provides.Executors[0]
-	ex.Controls = append(ex.Controls, protocol.ControlForget)
+		Validate(validate)
 	return x
 }
 
@@ -661,17 +657,13 @@ func waitGroupGone(ctx context.Context, pgid int, d time.Duration) ([]int, error
 
 // forget drops a settled execution: the package's record of it and its
 // job's files. Forgetting one the process does not know is no error.
-func (rn *runner) forget(_ context.Context, r *sdk.Request, raw []byte) (any, error) {
-	var ref sdk.ExecutionRef
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		return nil, sdk.Errorf(protocol.ErrInvalidParams, "executor.forget params: %v", err)
-	}
+func (rn *runner) forget(_ context.Context, r *sdk.Request, ref sdk.ExecutionRef) error {
 	if err := checkExecutionID(ref.Execution); err != nil {
-		return nil, err
+		return err
 	}
 	dir, err := jobDir(r, ref.Execution)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
@@ -684,7 +676,7 @@ func (rn *runner) forget(_ context.Context, r *sdk.Request, raw []byte) (any, er
 	}
 	if rec.PID > 0 {
 		if running, _, err := rec.identify(); err != nil || running {
-			return nil, sdk.Errorf(sdk.ErrConflict, "execution %s's job still runs: stop it before forgetting it", ref.Execution)
+			return sdk.Errorf(sdk.ErrConflict, "execution %s's job still runs: stop it before forgetting it", ref.Execution)
 		}
 	}
 	delete(rn.jobs, ref.Execution)
@@ -693,9 +685,9 @@ func (rn *runner) forget(_ context.Context, r *sdk.Request, raw []byte) (any, er
 		// what this package wrote, but a path is removed only if it is one.
 		if d != "" && filepath.Base(d) == ref.Execution && filepath.Base(filepath.Dir(d)) == "jobs" {
 			if err := os.RemoveAll(d); err != nil {
-				return nil, fmt.Errorf("runner: remove execution %s's files: %w", ref.Execution, err)
+				return fmt.Errorf("runner: remove execution %s's files: %w", ref.Execution, err)
 			}
 		}
 	}
-	return protocol.ExecutorControlResult{}, nil
+	return nil
 }

@@ -73,6 +73,8 @@ type scheduler struct {
 	// begun and passed count the loop's looks at the store, begun and
 	// finished, so a test can wait for a look that began after a change.
 	begun, passed atomic.Int64
+	// ctx is the loop's, for the calls made after an execution settled.
+	ctx context.Context
 }
 
 type recoverRetry struct {
@@ -105,6 +107,9 @@ func (s *scheduler) run(ctx context.Context) {
 	if s.e.executors() == nil {
 		return
 	}
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
 	for {
 		changed := s.e.changes.wait()
 		s.begun.Add(1)

@@ -37,11 +37,15 @@ type fakeExec struct {
 	// unstored counts executor.run calls whose execution was not in the
 	// store, running under the token's hash, when the call came.
 	unstored int
+	// unsettled counts executor.forget calls whose execution was not
+	// settled in the store when the call came.
+	unsettled int
 
 	runs     chan protocol.ExecutorRunParams
 	recovers chan protocol.ExecutorRecoverParams
 	stops    chan protocol.ExecutorStopParams
 	controls chan string
+	forgets  chan protocol.ExecutorForgetParams
 }
 
 const (
@@ -56,7 +60,8 @@ func newFakeExec(pkgs *fakePackages, db *pebblekv.DB, decl protocol.Executor) *f
 		runs:     make(chan protocol.ExecutorRunParams, 16),
 		recovers: make(chan protocol.ExecutorRecoverParams, 16),
 		stops:    make(chan protocol.ExecutorStopParams, 16),
-		controls: make(chan string, 16)}
+		controls: make(chan string, 16),
+		forgets:  make(chan protocol.ExecutorForgetParams, 16)}
 }
 
 // ExecutorOwner names runner for sh while runner runs.
@@ -192,6 +197,14 @@ func (f *fakeExec) Call(ctx context.Context, pkg, method string, params, result 
 	case protocol.MethodExecutorInterrupt, protocol.MethodExecutorInject:
 		f.controls <- method
 		out = protocol.ExecutorControlResult{}
+	case protocol.MethodExecutorForget:
+		var p protocol.ExecutorForgetParams
+		if err := roundTrip(params, &p); err != nil {
+			return err
+		}
+		f.checkSettled(p.Execution)
+		f.forgets <- p
+		out = protocol.ExecutorControlResult{}
 	case protocol.MethodExecutorLive:
 		out = protocol.ExecutorLiveResult{Outputs: []protocol.LiveOutput{{Name: "stdout", Size: 2, Tail: []byte("hi")}}}
 	default:
@@ -224,6 +237,21 @@ func (f *fakeExec) checkStored(p protocol.ExecutorRunParams) {
 	}
 }
 
+// checkSettled counts a forget whose execution is not settled yet.
+func (f *fakeExec) checkSettled(id string) {
+	var x pebblekv.Execution
+	var found bool
+	_ = f.db.View(func(rd *pebblekv.Reader) (err error) {
+		x, found, err = rd.Execution(id)
+		return err
+	})
+	if !found || x.State != pebblekv.ExecSettled {
+		f.mu.Lock()
+		f.unsettled++
+		f.mu.Unlock()
+	}
+}
+
 func roundTrip(in, out any) error {
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -245,6 +273,8 @@ type execRig struct {
 	e     *Engine
 	stop  func()
 	n     int
+	// wrap, when set, is the Packages the engine is given around fx.
+	wrap func(*fakeExec) Packages
 }
 
 // execOpts shape an execRig.
@@ -252,6 +282,10 @@ type execOpts struct {
 	limit int
 	decl  protocol.Executor
 	kind  protocol.WorkKind
+	// cfg, when set, changes the rig's configuration before it starts.
+	cfg func(*config.Config)
+	// wrap, when set, makes the Packages the engine is given around fx.
+	wrap func(*fakeExec) Packages
 }
 
 func newExecRig(t *testing.T, o execOpts) *execRig {
@@ -278,7 +312,10 @@ func newExecRig(t *testing.T, o execOpts) *execRig {
 	if o.limit > 0 {
 		cfg.Settings.Concurrency = &o.limit
 	}
-	r := &execRig{t: t, db: db, pkgs: pkgs, clock: newSchedClock(t0), gen: &config.Generation{ID: 1, Config: cfg}}
+	if o.cfg != nil {
+		o.cfg(cfg)
+	}
+	r := &execRig{t: t, db: db, pkgs: pkgs, clock: newSchedClock(t0), gen: &config.Generation{ID: 1, Config: cfg}, wrap: o.wrap}
 	r.fx = newFakeExec(pkgs, db, o.decl)
 	r.start(r.fx)
 	return r
@@ -288,8 +325,12 @@ func newExecRig(t *testing.T, o execOpts) *execRig {
 // packages, as a daemon (re)start does.
 func (r *execRig) start(fx *fakeExec) {
 	r.fx = fx
+	var pk Packages = fx
+	if r.wrap != nil {
+		pk = r.wrap(fx)
+	}
 	env := map[string]string{"GRANTED": "yes", "SECRET": "never passed"}
-	r.e = New(Deps{DB: r.db, Packages: fx, Clock: r.clock, Generation: func() *config.Generation { return r.gen },
+	r.e = New(Deps{DB: r.db, Packages: pk, Clock: r.clock, Generation: func() *config.Generation { return r.gen },
 		Toolbelt: "/state/toolbelt.sock", Binary: "/usr/bin/open-conduit",
 		Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	ctx, cancel := context.WithCancel(context.Background())

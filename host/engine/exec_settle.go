@@ -53,7 +53,9 @@ func (s *scheduler) settleFinal(x pebblekv.Execution, res protocol.ExecutorWaitR
 
 func (s *scheduler) settleWith(x pebblekv.Execution, res protocol.ExecutorWaitResult, final bool) {
 	now := s.e.d.Clock.Now()
+	settled := false
 	err := s.e.d.DB.Update(func(tx *pebblekv.Tx) error {
+		settled = false
 		cur, found, err := tx.Execution(x.ID)
 		if err != nil || !found || cur.State != pebblekv.ExecRunning || cur.Epoch != x.Epoch {
 			return err
@@ -72,6 +74,7 @@ func (s *scheduler) settleWith(x pebblekv.Execution, res protocol.ExecutorWaitRe
 		if err := tx.PutExecution(cur); err != nil {
 			return err
 		}
+		settled = true
 		w, found, err := tx.Work(cur.Work)
 		if err != nil || !found {
 			return err
@@ -100,6 +103,9 @@ func (s *scheduler) settleWith(x pebblekv.Execution, res protocol.ExecutorWaitRe
 	}
 	s.forget(x.ID)
 	s.e.changes.broadcast()
+	if settled {
+		s.forgetSettled(x)
+	}
 }
 
 // nextState is the Work's state after x settled, failed the n-th time in

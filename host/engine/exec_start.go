@@ -160,11 +160,18 @@ func wokeBy(rd *pebblekv.Reader, hist []pebblekv.Execution) (*protocol.Wake, err
 	return wt.Wake, nil
 }
 
-// launch calls executor.run for x, then observes it. A package that went
-// away leaves x running, for a recovery once it runs again; any other
-// refusal fails the attempt.
+// launch calls executor.run for x, with the run's environment layers
+// merged in (an error there fails the attempt before executor.run), then
+// observes it. A package that went away leaves x running, for a recovery
+// once it runs again; any other refusal fails the attempt.
 func (s *scheduler) launch(ctx context.Context, x pebblekv.Execution, token string) {
 	p, err := s.e.runParams(x, token)
+	if err == nil {
+		err = s.e.layerEnv(ctx, x, &p)
+	}
+	if ctx.Err() != nil {
+		return
+	}
 	if err != nil {
 		s.settle(x, failedResult(fmt.Sprintf("preparing %s: %v", protocol.MethodExecutorRun, err)))
 		return

@@ -30,15 +30,19 @@ func cancelWait(tx *pebblekv.Tx, wt pebblekv.Wait, has bool, now time.Time) erro
 }
 
 // wakeOnJoin wakes the active Wait of w, a waiting Work ev joins, in the
-// routing transaction tx: the Wait woken by ev, w pending. w is changed
-// in place; the caller writes it.
-func (e *Engine) wakeOnJoin(tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event) error {
+// routing transaction tx: the Wait woken by ev, w pending, unless the
+// Wait's owner filters its dependency and ev does not match it
+// (filterWake). w is changed in place; the caller writes it.
+func (e *Engine) wakeOnJoin(ctx context.Context, tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event) error {
 	if w.State != pebblekv.WorkWaiting {
 		return nil
 	}
 	wt, found, err := tx.ActiveWait(w.ID)
 	if err != nil || !found {
 		return err
+	}
+	if !e.filterWake(ctx, wt, ev) {
+		return nil
 	}
 	now := e.d.Clock.Now()
 	wire := ev.Wire()

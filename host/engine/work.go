@@ -119,7 +119,7 @@ func (e *Engine) decide(ctx context.Context, tx *pebblekv.Tx, ev pebblekv.Event,
 	}
 	if found {
 		p.display, d.DisplayRefused = p.displayFor(w)
-		if err := e.join(tx, &w, ev, v, p); err != nil {
+		if err := e.join(ctx, tx, &w, ev, v, p); err != nil {
 			return d, err
 		}
 	} else {
@@ -147,8 +147,9 @@ func (e *Engine) decide(ctx context.Context, tx *pebblekv.Tx, ev pebblekv.Event,
 // it gave one within the limits), and its keys no other open Work holds.
 // Whether ev already is an input is a point read: w.Inputs holds only the
 // latest ones. A waiting Work's active Wait is woken by ev in the same
-// transaction, so the Work's next attempt starts with ev as its wake.
-func (e *Engine) join(tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event, v verdicts, p plan) error {
+// transaction (when its owner's dependency filter matches it), so the
+// Work's next attempt starts with ev as its wake.
+func (e *Engine) join(ctx context.Context, tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event, v verdicts, p plan) error {
 	if dup, err := tx.HasWorkInput(w.ID, ev.ID); err != nil {
 		return err
 	} else if !dup {
@@ -170,7 +171,7 @@ func (e *Engine) join(tx *pebblekv.Tx, w *pebblekv.Work, ev pebblekv.Event, v ve
 			w.Keys = append(w.Keys, k)
 		}
 	}
-	if err := e.wakeOnJoin(tx, w, ev); err != nil {
+	if err := e.wakeOnJoin(ctx, tx, w, ev); err != nil {
 		return err
 	}
 	w.Updated = e.d.Clock.Now()
