@@ -165,7 +165,9 @@ func TestEmitUnsupportedWithoutAnEmitterOrWhenThePackageDoesNotServeIt(t *testin
 	r.pkgs.setDraft(noteDraft)
 	before := len(r.pkgs.callsOf(protocol.MethodOperationEmit))
 	s := New(Deps{Engine: struct{ Engine }{r.eng}, Packages: r.pkgs, DB: r.db,
-		Grant: func(string, string) (Grant, bool) { return Grant{Operations: []string{"gh.emit"}, Toolbelt: "cli"}, true }})
+		Grant: func(string, string) (Grant, bool) {
+			return Grant{Operations: []string{"gh.emit"}, Toolbelt: "cli"}, true
+		}})
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	if _, err := s.call(ctx, execA, client.ToolbeltRequest{Operation: "gh.emit", Input: jsontext.Value(`{}`), RequestID: "rq-u2"}); protocol.CodeOf(err) != protocol.CodeUnsupported {
@@ -179,4 +181,3 @@ func TestEmitUnsupportedWithoutAnEmitterOrWhenThePackageDoesNotServeIt(t *testin
 		t.Fatalf("with an emitter: %v, %d Events; want one", err, r.latest())
 	}
 }
-
