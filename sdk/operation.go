@@ -23,6 +23,12 @@ type operation struct {
 	inputSchemaJSON jsontext.Value
 	outputSchema    string
 	call            func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
+	// kind is the operation's kind (handler unless Emit made it).
+	kind string
+	// emit plans an emit operation's Event; commit, when set, answers its
+	// emit.commit (emit.go).
+	emit   func(ctx context.Context, r *Request, input protocol.Payload) (EmitDraft, error)
+	commit CommitFunc
 }
 
 // Handler makes an operation handler from a typed function. The input's data

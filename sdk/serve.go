@@ -101,6 +101,7 @@ func (s *server) table() *jsonrpc.Table {
 	if len(s.x.operations) > 0 {
 		jsonrpc.Serve(t, protocol.OperationCall, s.operationCall)
 	}
+	s.serveEmit(t)
 	if s.x.validate != nil || s.typedEntries() {
 		jsonrpc.Serve(t, protocol.Validate, s.validate)
 	}
@@ -188,8 +189,8 @@ func (s *server) shutdown(ctx context.Context, _ protocol.ShutdownParams) (proto
 
 func (s *server) operationCall(ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 	op, ok := s.x.operations[p.Operation]
-	if !ok {
-		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "operation %q is not declared by %s", p.Operation, s.x.Manifest.Name)
+	if !ok || op.call == nil {
+		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "operation %q is not a handler operation of %s", p.Operation, s.x.Manifest.Name)
 	}
 	r := &Request{Host: s.host, Authority: p.Authority, RequestID: p.RequestID,
 		Method: protocol.MethodOperationCall, Name: p.Operation}
