@@ -180,9 +180,9 @@ func (e *Engine) WorkChanged() {
 }
 
 // PackageStarted says a package (re)started: the scheduler looks at once
-// for the executions it should recover and the Work it may now start. It
-// never blocks.
-func (e *Engine) PackageStarted() { e.exec.kick() }
+// for the executions it should recover (those held back since their
+// package went away too) and the Work it may now start. It never blocks.
+func (e *Engine) PackageStarted() { e.exec.released() }
 
 // Changes is closed at the next accepted Event or Work change (a long poll
 // waits on it, then reads what changed, then asks again).

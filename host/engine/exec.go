@@ -233,6 +233,18 @@ func (s *scheduler) backOff(id string) {
 	s.retryAt[id] = r
 }
 
+// released lets every held-back recovery go at the next look, which it
+// asks for: a package started, so the one they wait for may be back.
+func (s *scheduler) released() {
+	s.mu.Lock()
+	for id, r := range s.retryAt {
+		r.at = time.Time{}
+		s.retryAt[id] = r
+	}
+	s.mu.Unlock()
+	s.kick()
+}
+
 // forget drops what the scheduler kept about a settled execution.
 func (s *scheduler) forget(id string) {
 	s.mu.Lock()

@@ -94,6 +94,17 @@ func (f *fakeExec) kill() {
 	f.inflight = 0
 }
 
+// breakConn fails runner's executor.wait calls as a crash does while the
+// engine still sees runner as the owner of sh: the daemon reads the broken
+// pipe before it reaps the process.
+func (f *fakeExec) breakConn() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.crash)
+	f.crash = make(chan struct{})
+	f.inflight = 0
+}
+
 // revive brings runner back.
 func (f *fakeExec) revive() {
 	f.mu.Lock()
@@ -451,6 +462,26 @@ func (r *execRig) advance(d time.Duration) {
 	r.t.Helper()
 	r.clock.advance(d)
 	r.pass()
+}
+
+// unobserved waits until no goroutine of the scheduler observes
+// execution id, or until an executor.recover was sent.
+func (r *execRig) unobserved(id string) {
+	r.t.Helper()
+	s := r.e.exec
+	deadline := time.Now().Add(waitFor)
+	for {
+		s.mu.Lock()
+		busy := s.observed[id]
+		s.mu.Unlock()
+		if !busy || r.fx.called(protocol.MethodExecutorRecover) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("execution %s still observed after %s", id, waitFor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // byToken resolves a run's token, failing the test on a refusal.

@@ -177,6 +177,7 @@ func (s *scheduler) launch(ctx context.Context, x pebblekv.Execution, token stri
 	case gone(err):
 		s.e.d.Logger.Warn("the executor's package went away while starting an attempt; it is recovered when the package runs again",
 			"execution", x.ID, "package", x.Package, "err", err)
+		s.backOff(x.ID)
 		return
 	case err != nil:
 		s.settle(x, failedResult(fmt.Sprintf("%s: %v", protocol.MethodExecutorRun, err)))
@@ -210,6 +211,10 @@ func (s *scheduler) await(ctx context.Context, x pebblekv.Execution) {
 		case gone(err):
 			s.e.d.Logger.Warn("the executor's package went away while an attempt ran; it is recovered when the package runs again",
 				"execution", x.ID, "package", x.Package, "err", err)
+			// The broken connection is seen before the package is known
+			// to be down: a recovery now would be sent to the dying
+			// process, spending a lease epoch for nothing.
+			s.backOff(x.ID)
 			return
 		case err != nil:
 			res = failedResult(fmt.Sprintf("%s: %v", protocol.MethodExecutorWait, err))

@@ -376,6 +376,46 @@ func TestPackageCrashIsRecoveredWhenItRuns(t *testing.T) {
 	r.workIn(w.ID, pebblekv.WorkCompleted)
 }
 
+// TestBrokenConnectionHoldsTheRecoveryBack: when an attempt's observation
+// breaks as its package dies, the package still looks like the owner of
+// the executor for a moment; the recovery is held back (no
+// executor.recover to the dying process, no lease epoch spent) until a
+// poll later or until a package starts, and then takes epoch 2.
+func TestBrokenConnectionHoldsTheRecoveryBack(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release func(r *execRig)
+	}{
+		{"a poll later", func(r *execRig) { r.advance(execPoll) }},
+		{"a package started", func(r *execRig) { r.e.PackageStarted() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newExecRig(t, execOpts{})
+			w := r.accept("k")
+			p := r.run()
+			r.fx.breakConn()
+			r.unobserved(p.Execution)
+			r.pass()
+			r.pass()
+			if n := r.fx.called(protocol.MethodExecutorRecover); n != 0 {
+				t.Fatalf("%d recovers sent right after the connection broke", n)
+			}
+			if x := r.execution(p.Execution); x.State != pebblekv.ExecRunning || x.Epoch != 1 {
+				t.Fatalf("after the broken connection the execution is %s at epoch %d, want running at 1", x.State, x.Epoch)
+			}
+			tc.release(r)
+			if rec := <-r.fx.recovers; rec.Execution != p.Execution || rec.Epoch != 2 {
+				t.Fatalf("recover %+v, want epoch 2", rec)
+			}
+			r.fx.finish(p.Execution, completed)
+			r.workIn(w.ID, pebblekv.WorkCompleted)
+			if x := r.execution(p.Execution); x.Epoch != 2 {
+				t.Fatalf("settled at epoch %d, want 2", x.Epoch)
+			}
+		})
+	}
+}
+
 // TestPersistRecoveryIsFencedAndBounded: only the running package at the
 // current epoch persists recovery metadata, within the bound.
 func TestPersistRecoveryIsFencedAndBounded(t *testing.T) {
