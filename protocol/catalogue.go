@@ -258,8 +258,8 @@ var catalogue = []Method{
 	// Toolbelt operations.
 	served(h2e(MethodOperationCall, SurfaceHandlerOps, "run a handler operation with its authority and request_id", "GH", "SL", "TR", "BB", "IS", "HU")),
 	served(h2e(MethodOperationWait, SurfaceWaitOps, "plan a wait for a wait operation", "GH")),
-	h2e(MethodOperationEmit, SurfaceEmitOps, "plan an Event for an emit operation", "IS"),
-	inTx(h2e(MethodEmitCommit, SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS")),
+	served(h2e(MethodOperationEmit, SurfaceEmitOps, "plan an Event for an emit operation", "IS")),
+	served(inTx(h2e(MethodEmitCommit, SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS"))),
 	served(inTx(h2e(MethodDependencyFilter, SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH"))),
 	gated(h2e(MethodOperationGate, SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate),
 	gated(h2e(MethodWorkAdmit, SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate),

@@ -116,7 +116,8 @@ func OutputSchema(schema string) OperationOption {
 }
 
 // Operation registers a toolbelt operation served by h (made with Handler,
-// or Waiter for a wait operation) and declares it, with the JSON Schema of h's input, in the manifest.
+// Waiter for a wait operation, or Emit for an emit operation) and declares
+// it, with its kind and the JSON Schema of h's input, in the manifest.
 // Registering a name twice panics.
 func (x *Extension) Operation(name string, h OperationHandler, opts ...OperationOption) *Extension {
 	if h.op == nil {
@@ -130,9 +131,15 @@ func (x *Extension) Operation(name string, h OperationHandler, opts ...Operation
 	}
 	op := *h.op
 	op.outputSchema = name + ".v1"
-	decl := protocol.Operation{Name: name, Kind: op.kind, Input: op.inputSchemaJSON}
+	decl := protocol.Operation{Name: name, Kind: protocol.OperationHandler, Input: op.inputSchemaJSON}
+	if op.kind != "" {
+		decl.Kind = op.kind
+	}
 	for _, o := range opts {
 		o(&decl, &op)
+	}
+	if decl.Commit && decl.Kind != protocol.OperationEmit {
+		panic(fmt.Sprintf("sdk: Operation %q: only an emit operation (sdk.Emit) may commit", name))
 	}
 	x.operations[name] = &op
 	x.Manifest.Provides.Operations = append(x.Manifest.Provides.Operations, decl)

@@ -22,10 +22,14 @@ type operation struct {
 	inputSchema     *Schema
 	inputSchemaJSON jsontext.Value
 	outputSchema    string
-	// kind is the operation's kind: protocol.OperationHandler unless set
-	// (Waiter).
+	call            func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
+	// kind is the operation's kind: protocol.OperationHandler unless
+	// Waiter or Emit set another.
 	kind string
-	call func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
+	// emit plans an emit operation's Event; commit, when set, answers its
+	// emit.commit (emit.go).
+	emit   func(ctx context.Context, r *Request, input protocol.Payload) (EmitDraft, error)
+	commit CommitFunc
 }
 
 // Handler makes an operation handler from a typed function. The input's data

@@ -104,6 +104,7 @@ func (s *server) table() *jsonrpc.Table {
 	if s.x.hasKind(protocol.OperationWait) {
 		jsonrpc.Serve(t, protocol.OperationWaitPlan, s.operationWait)
 	}
+	s.serveEmit(t)
 	if s.x.validate != nil || s.typedEntries() {
 		jsonrpc.Serve(t, protocol.Validate, s.validate)
 	}
@@ -191,7 +192,7 @@ func (s *server) shutdown(ctx context.Context, _ protocol.ShutdownParams) (proto
 
 func (s *server) operationCall(ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 	op, ok := s.x.operations[p.Operation]
-	if !ok || op.kind != protocol.OperationHandler {
+	if !ok || op.kind != protocol.OperationHandler || op.call == nil {
 		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "handler operation %q is not declared by %s", p.Operation, s.x.Manifest.Name)
 	}
 	r := &Request{Host: s.host, Authority: p.Authority, RequestID: p.RequestID,

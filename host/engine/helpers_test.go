@@ -32,7 +32,9 @@ type fakePackages struct {
 	match     map[string]matchFunc
 	samples   map[string]func() (protocol.RouteSamplesResult, error)
 	trigger   func(p protocol.WorkKindTriggerParams) (protocol.WorkKindTriggerResult, error)
-	calls     map[string]int
+	// commit answers emit.commit (exec_emit_test.go).
+	commit func(ctx context.Context, p protocol.EmitCommitParams) (protocol.EmitCommitResult, error)
+	calls  map[string]int
 }
 
 func newFakePackages() *fakePackages {
@@ -109,6 +111,19 @@ func (f *fakePackages) Call(ctx context.Context, pkg, method string, params, res
 			return protocol.Errorf(protocol.ErrMethodNotFound, "no trigger")
 		}
 		out, err = f.trigger(p)
+	case protocol.MethodEmitCommit:
+		var p protocol.EmitCommitParams
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		fn := f.commit
+		f.calls[method]++
+		f.mu.Unlock()
+		if fn == nil {
+			return protocol.Errorf(protocol.ErrMethodNotFound, "no emit.commit")
+		}
+		out, err = fn(ctx, p)
 	default:
 		return protocol.Errorf(protocol.ErrMethodNotFound, "%s", method)
 	}

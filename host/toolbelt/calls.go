@@ -54,6 +54,8 @@ func (s *Server) call(ctx context.Context, x pebblekv.Execution, req client.Tool
 		return s.replayable(ctx, x, pkg, req, func(ctx context.Context) (protocol.Payload, error) { return s.handler(ctx, pkg, params) })
 	case protocol.OperationWait:
 		return s.replayable(ctx, x, pkg, req, func(ctx context.Context) (protocol.Payload, error) { return s.waitOperation(ctx, x, pkg, params) })
+	case protocol.OperationEmit:
+		return s.emitOperation(ctx, x, pkg, op, req, params)
 	}
 	return client.ToolbeltAnswer{}, protocol.Errorf(protocol.ErrUnsupported,
 		"operation %q is a %s operation, which this host does not serve through the toolbelt yet", req.Operation, op.Kind)

@@ -31,6 +31,8 @@ type fakeEngine struct {
 	outcomes []declaredOutcome
 	// waitErr, when set, refuses DeclareWait.
 	waitErr error
+	// emission is the Emitter's state (emit_test.go).
+	emission
 }
 
 type declaredWait struct {
@@ -104,7 +106,10 @@ type fakePackages struct {
 	// handle answers operation.call; nil echoes the input.
 	handle func(ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error)
 	// plan answers operation.wait.
-	plan  protocol.WaitPlan
+	plan protocol.WaitPlan
+	// draft answers operation.emit; without a type the package does not
+	// serve it (method_not_found).
+	draft protocol.EmitDraft
 	calls []pkgCall
 }
 
@@ -150,7 +155,7 @@ func (p *fakePackages) Call(ctx context.Context, pkg, method string, params, res
 	cp := params.(protocol.OperationCallParams)
 	p.mu.Lock()
 	p.calls = append(p.calls, pkgCall{pkg: pkg, method: method, params: cp})
-	handle, plan := p.handle, p.plan
+	handle, plan, draft := p.handle, p.plan, p.draft
 	p.mu.Unlock()
 	if p.entered != nil {
 		p.entered <- struct{}{}
@@ -167,6 +172,11 @@ func (p *fakePackages) Call(ctx context.Context, pkg, method string, params, res
 		*result.(*protocol.OperationCallResult) = res
 	case protocol.MethodOperationWait:
 		*result.(*protocol.OperationWaitResult) = protocol.OperationWaitResult{Wait: plan}
+	case protocol.MethodOperationEmit:
+		if draft.Type == "" {
+			return protocol.Errorf(protocol.ErrMethodNotFound, "%s serves no %s", pkg, method)
+		}
+		*result.(*protocol.OperationEmitResult) = protocol.OperationEmitResult{Event: draft}
 	default:
 		return errors.New("unexpected method " + method)
 	}
@@ -255,6 +265,7 @@ func newRig(t testing.TB) *rig {
 		db:     db,
 		socket: filepath.Join(dir, "state", SocketName),
 	}
+	r.eng.db = db
 	r.srv = New(Deps{
 		Engine:   r.eng,
 		Packages: r.pkgs,

@@ -9,7 +9,9 @@
 // (never the caller), run outside any transaction, and its result is
 // committed under the call's request ID so a retry replays it; a wait
 // operation is operation.wait, whose plan becomes the Work's Wait owned by
-// its package.
+// its package; an emit operation is operation.emit, whose Event the engine
+// accepts (with the package's emit.commit records) in the transaction that
+// commits the call's replay record.
 //
 // It holds no state of its own beyond the replay records it writes, and
 // imports neither the daemon nor the session: what it needs of them is the

@@ -91,7 +91,7 @@ func TestCallOnlyGrantedOperations(t *testing.T) {
 		{"declared but not granted", tokenA, "notes.delete", protocol.CodeUnauthorized, false},
 		{"toolbelt none grants nothing", tokenN, "notes.add", protocol.CodeUnauthorized, false},
 		{"granted but no package declares it", tokenA, "gone.op", protocol.CodeUndeclared, false},
-		{"emit operation not served", tokenA, "gh.emit", protocol.CodeUnsupported, false},
+		{"emit operation its package does not serve", tokenA, "gh.emit", protocol.CodeUnsupported, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(r.pkgs.callsOf(protocol.MethodOperationCall))

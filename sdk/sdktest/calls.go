@@ -131,3 +131,32 @@ func (h *Harness) Raw(ctx context.Context, method string, params, result any) er
 	mark := h.book.mark()
 	return h.explain(h.conn.Call(ctx, method, params, result), mark, method, method)
 }
+
+// Emit calls a declared emit operation's operation.emit with in encoded as
+// its input, as Call does, and returns the Event it plans. Nothing is
+// accepted: the harness's host is no scheduler, so a test checks the draft
+// (and, with EmitCommit, the records that would commit with it).
+func Emit(ctx context.Context, h *Harness, operation string, in any) (sdk.EmitDraft, error) {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return sdk.EmitDraft{}, err
+	}
+	res, err := invoke(h, ctx, protocol.OperationEmitPlan, operation, protocol.OperationEmitParams{
+		Operation: operation,
+		Input:     protocol.Payload{Data: jsontext.Value(data)},
+		Authority: h.auth,
+		RequestID: "sdktest-" + strconv.FormatUint(h.calls.Add(1), 10),
+	})
+	return res.Event, err
+}
+
+// EmitCommit calls a committing emit operation's emit.commit for ev, the
+// Event as the host accepted it, and returns the records it answers (nil
+// for none). The harness does not bound it to 250 ms or refuse the
+// operation's calls to the host meanwhile, as the daemon does: keep it pure.
+func (h *Harness) EmitCommit(ctx context.Context, operation string, ev sdk.Event) (*protocol.KVCommitParams, error) {
+	res, err := invoke(h, ctx, protocol.EmitCommit, operation, protocol.EmitCommitParams{
+		Operation: operation, Authority: h.auth, Event: ev,
+	})
+	return res.Records, err
+}
