@@ -102,7 +102,9 @@ func gateRig(t *testing.T, gates map[string][]string, answer map[string]gateFunc
 }
 
 func gateAnswers(res protocol.OperationGateResult, err error) gateFunc {
-	return func(context.Context, protocol.OperationGateParams) (protocol.OperationGateResult, error) { return res, err }
+	return func(context.Context, protocol.OperationGateParams) (protocol.OperationGateResult, error) {
+		return res, err
+	}
 }
 
 // TestOperationGateDecidesTheCall: what the scope's operation gate answers
