@@ -3,9 +3,7 @@ package pebblekv
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	json "github.com/go-json-experiment/json"
 
@@ -87,22 +85,6 @@ func (w Wait) check() error {
 	return nil
 }
 
-// firstLine cuts s to its first line, then to at most max bytes, never
-// inside a UTF-8 sequence.
-func firstLine(s string, max int) string {
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
-
 // PutWait writes w and its indexes (the active Wait by Work; active Waits
 // by due time), removing the entries of the record it replaces, in tx's
 // one batch: a woken or cancelled Wait is in neither. Description and
@@ -117,8 +99,8 @@ func firstLine(s string, max int) string {
 // protocol.ErrConflict: wake or cancel that one first. A refusal writes
 // nothing.
 func (tx *Tx) PutWait(w Wait) error {
-	w.Description = firstLine(w.Description, protocol.MaxWaitDescription)
-	w.Progress = firstLine(w.Progress, protocol.MaxWaitProgress)
+	w.Description = protocol.CutLine(w.Description, protocol.MaxWaitDescription)
+	w.Progress = protocol.CutLine(w.Progress, protocol.MaxWaitProgress)
 	if !w.Due.IsZero() {
 		w.Due = w.Due.UTC()
 	}

@@ -150,7 +150,7 @@ func (e *Engine) WaitProgress(ctx context.Context, pkg string, p protocol.WaitPr
 		case wt.Owner == "" || wt.Owner != pkg:
 			return protocol.Errorf(protocol.ErrUnauthorized, "the active Wait of Work %s was not declared by an operation of package %s; only its owner sets its progress", p.Work, pkg)
 		}
-		wt.Progress, wt.Updated = oneLine(p.Progress, protocol.MaxWaitProgress), e.d.Clock.Now()
+		wt.Progress, wt.Updated = protocol.CutLine(p.Progress, protocol.MaxWaitProgress), e.d.Clock.Now()
 		return tx.PutWait(wt)
 	})
 	if err != nil {

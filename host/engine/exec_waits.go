@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
@@ -165,7 +163,7 @@ func (e *Engine) declareWait(x pebblekv.Execution, owner string, p protocol.Wait
 	}
 	now := e.d.Clock.Now()
 	wt := pebblekv.Wait{ID: pebblekv.NewWaitID(), Work: x.Work, Scope: x.Scope, Execution: x.ID, Owner: owner,
-		Description: oneLine(p.Description, protocol.MaxWaitDescription), State: pebblekv.WaitActive, Created: now, Updated: now}
+		Description: protocol.CutLine(p.Description, protocol.MaxWaitDescription), State: pebblekv.WaitActive, Created: now, Updated: now}
 	if p.TimeoutSeconds > 0 {
 		wt.Due = now.Add(time.Duration(p.TimeoutSeconds) * time.Second)
 	}
@@ -205,17 +203,4 @@ func live(cur pebblekv.Execution, found bool, x pebblekv.Execution) error {
 		return protocol.Errorf(protocol.ErrUnauthorized, "execution %s is no longer running under this token", x.ID)
 	}
 	return nil
-}
-
-// oneLine is s's first line, cut to at most n bytes on a rune boundary.
-func oneLine(s string, n int) string {
-	s, _, _ = strings.Cut(s, "\n")
-	s = strings.TrimRight(s, "\r")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
