@@ -130,6 +130,9 @@ func writeWorkDetail(w io.Writer, d client.WorkDetail) error {
 	fmt.Fprintf(tw, "scope\t%s\n", x.Scope)
 	fmt.Fprintf(tw, "kind\t%s\n", x.Kind)
 	fmt.Fprintf(tw, "state\t%s\n", state)
+	if h := x.Hold; h != nil && h.Held {
+		fmt.Fprintf(tw, "held\tby %s's start gate since %s: %s (it settles the hold)\n", h.Package, h.Since.Format(time.RFC3339), dash(h.Reason))
+	}
 	if dp := x.Display; dp != nil {
 		fmt.Fprintf(tw, "title\t%s\n", dash(dp.Title))
 		fmt.Fprintf(tw, "ref\t%s\n", dash(dp.Ref))

@@ -214,3 +214,29 @@ func TestTimersListShowsDueWithOffsetAndRecurrence(t *testing.T) {
 		t.Errorf("the due time has no offset: %s", timeText(due))
 	}
 }
+
+// TestWorkShowSaysWhoHoldsThePendingWork: a held Work shows the gate's
+// package and reason; a settled hold shows nothing.
+func TestWorkShowSaysWhoHoldsThePendingWork(t *testing.T) {
+	since := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	d := client.WorkDetail{Work: client.Work{ID: "w_h", Scope: "alpha", Kind: "deploy", State: "pending",
+		Reason: "held by approvals's start gate: needs a reviewer",
+		Hold:   &client.WorkHold{Package: "approvals", Reason: "needs a reviewer", Since: since, Held: true}}}
+	var b bytes.Buffer
+	if err := writeWorkDetail(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pending (held by approvals's start gate: needs a reviewer)", "held", "by approvals's start gate since 2030-01-01T12:00:00Z: needs a reviewer"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	d.Work.Hold.Held, d.Work.Reason = false, ""
+	if err := writeWorkDetail(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "start gate") {
+		t.Errorf("a settled hold is shown:\n%s", b.String())
+	}
+}

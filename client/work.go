@@ -89,6 +89,19 @@ type Work struct {
 	Trigger string `json:"trigger,omitempty"`
 	// Reason says why the state is what it is (who cancelled it, and why).
 	Reason string `json:"reason,omitempty"`
+	// Hold is a start gate's hold: while Held, the pending Work does not
+	// start until the gate's package settles it.
+	Hold *WorkHold `json:"hold,omitempty"`
+}
+
+// WorkHold is a start gate's hold on a Work: the package that placed it,
+// why, since when, and once settled, whether it admitted the Work.
+type WorkHold struct {
+	Package string    `json:"package"`
+	Reason  string    `json:"reason,omitempty"`
+	Since   time.Time `json:"since"`
+	Held    bool      `json:"held"`
+	Admit   bool      `json:"admit,omitzero"`
 }
 
 // Label is what a view calls the Work: its display's title or ref, else

@@ -68,6 +68,13 @@ type Work struct {
 	Trigger string `json:"trigger,omitempty"`
 	// Reason says why the state is what it is (who cancelled it, and why).
 	Reason string `json:"reason,omitempty"`
+	// Hold is the start gate's hold on a pending Work: while it holds, no
+	// attempt starts. Settled, it says how, so a repeated settle is
+	// answered alike.
+	Hold *protocol.WorkHold `json:"hold,omitempty"`
+	// Admitted says the start gates let the Work's first attempt through
+	// (or its hold was settled admitting it): they are not asked again.
+	Admitted bool `json:"admitted,omitzero"`
 }
 
 // Open reports whether w is open: pending, running or waiting.

@@ -17,9 +17,9 @@ type checksInput struct {
 	Ref string `json:"ref"`
 }
 
-// gatekeeper declares a wait operation whose Waits only an Event of type
+// waitKeeper declares a wait operation whose Waits only an Event of type
 // checks.passed wakes, and an environment layer naming the connection.
-func gatekeeper(layer sdk.RunEnvironmentFunc) *sdk.Extension {
+func waitKeeper(layer sdk.RunEnvironmentFunc) *sdk.Extension {
 	return sdk.New("gk").
 		Operation("gk.await", sdk.Waiter(func(_ context.Context, r *sdk.Request, in checksInput) (sdk.WaitPlan, error) {
 			return sdk.WaitPlan{Description: "checks on " + in.Ref + " for " + r.Authority.Work, TimeoutSeconds: 60}, nil
@@ -46,7 +46,7 @@ func TestWaiterDependencyFilterAndRunEnvironmentDeclareAndServe(t *testing.T) {
 		}
 		return map[string]string{"GK_CONNECTION": p.Connection}, nil
 	}
-	x := gatekeeper(layer)
+	x := waitKeeper(layer)
 	m := x.Manifest
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)

@@ -81,6 +81,7 @@ var servedAnswers = map[string]*protocol.Error{
 	protocol.MethodArtifactAbort:            nil,                  // aborting what is not open changes nothing
 	protocol.MethodExecutionPersistRecovery: protocol.ErrNotFound, // no execution of the extension's
 	protocol.MethodWaitProgress:             protocol.ErrNotFound, // no Work with an active Wait
+	protocol.MethodWorkSettleHold:           protocol.ErrInvalid,  // no work_id
 }
 
 // extensionToHost is every catalogued extension-to-host method.

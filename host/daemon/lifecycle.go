@@ -73,6 +73,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		// the Wait's state.
 		PersistRecovery: d.persistRecovery,
 		WaitProgress:    d.engine.WaitProgress,
+		SettleHold:      d.engine.SettleHold,
 	})
 	dir := pkg.Dir
 	if dir == "" {

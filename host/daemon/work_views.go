@@ -13,8 +13,15 @@ func workView(w pebblekv.Work) client.Work {
 	return client.Work{
 		ID: w.ID, Scope: w.Scope, Kind: w.Kind, Keys: w.Keys, State: w.State, Display: displayView(w.Display),
 		Binding: w.Binding, Context: w.Context, Grants: w.Grants, Created: w.Created, Updated: w.Updated,
-		Inputs: w.Inputs, InputCount: w.InputCount, Trigger: w.Trigger, Reason: w.Reason,
+		Inputs: w.Inputs, InputCount: w.InputCount, Trigger: w.Trigger, Reason: w.Reason, Hold: holdView(w.Hold),
 	}
+}
+
+func holdView(h *protocol.WorkHold) *client.WorkHold {
+	if h == nil {
+		return nil
+	}
+	return &client.WorkHold{Package: h.Package, Reason: h.Reason, Since: h.Since, Held: h.Held(), Admit: h.Admit}
 }
 
 func displayView(d *protocol.Display) *client.Display {

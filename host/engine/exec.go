@@ -67,6 +67,8 @@ type scheduler struct {
 	retryAt map[string]recoverRetry
 	// stopping are executions whose Work closed, being stopped.
 	stopping map[string]bool
+	// adm are the start gates' admissions in flight or backing off.
+	adm admissions
 	// sweep says a Work changed outside the engine: Waits of closed Work
 	// are looked for and cancelled.
 	sweep bool

@@ -56,6 +56,9 @@ func (s *scheduler) startRunnable(ctx context.Context, running []pebblekv.Execut
 				soon(at)
 				continue
 			}
+			if len(hist) == 0 && !s.admitted(ctx, w, b, now, soon) {
+				continue
+			}
 			if err := s.start(ctx, w, b, pkg, now); err != nil {
 				if !errors.Is(err, errNotRunnable) {
 					s.e.d.Logger.Warn("starting an attempt", "work", w.ID, "err", err)
@@ -118,7 +121,7 @@ func (s *scheduler) start(ctx context.Context, w pebblekv.Work, b config.Binding
 		if err != nil {
 			return err
 		}
-		if !found || cur.State != pebblekv.WorkPending || cur.Binding != w.Binding {
+		if !found || cur.State != pebblekv.WorkPending || cur.Binding != w.Binding || cur.Hold.Held() {
 			return errNotRunnable
 		}
 		hist, err := tx.ExecutionsOf(w.ID)

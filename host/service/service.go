@@ -55,6 +55,10 @@ type Deps struct {
 	// judged the caller (nil: they answer unsupported).
 	PersistRecovery func(ctx context.Context, pkg string, p protocol.ExecutionPersistRecoveryParams) error
 	WaitProgress    func(ctx context.Context, pkg string, p protocol.WaitProgressParams) error
+	// SettleHold applies work.settle_hold for the extension named pkg,
+	// under protocol.CheckSettleHold (nil: it answers unsupported once the
+	// params are judged).
+	SettleHold func(ctx context.Context, pkg string, p protocol.WorkSettleHoldParams) error
 }
 
 // Service serves one extension.
@@ -107,6 +111,7 @@ func (s *Service) Table() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.ArtifactAbort, s.artifactAbort)
 	jsonrpc.Serve(t, protocol.ExecutionPersistRecovery, s.persistRecovery)
 	jsonrpc.Serve(t, protocol.WaitProgress, s.waitProgress)
+	jsonrpc.Serve(t, protocol.WorkSettleHold, s.settleHold)
 	return t
 }
 

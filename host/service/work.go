@@ -41,3 +41,19 @@ func (s *Service) workCancel(_ context.Context, p protocol.WorkCancelParams) (pr
 	}
 	return protocol.WorkCancelResult{}, nil
 }
+
+// settleHold settles a hold the extension's start gate placed: the engine
+// judges it (protocol.CheckSettleHold: only the package that placed a hold
+// settles it) and applies it in one transaction. Without an engine, the
+// params are still judged first, so a malformed call is invalid on every
+// host.
+func (s *Service) settleHold(ctx context.Context, p protocol.WorkSettleHoldParams) (protocol.WorkSettleHoldResult, error) {
+	var none protocol.WorkSettleHoldResult
+	if p.Work == "" {
+		return none, s.refuse(protocol.Errorf(protocol.ErrInvalid, "%s: work_id is required", protocol.MethodWorkSettleHold))
+	}
+	if s.deps.SettleHold == nil {
+		return none, protocol.Errorf(protocol.ErrUnsupported, "%s: this host runs no Work", protocol.MethodWorkSettleHold)
+	}
+	return none, s.refuseCoded(s.deps.SettleHold(ctx, s.name, p))
+}

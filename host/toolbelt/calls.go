@@ -49,6 +49,9 @@ func (s *Server) call(ctx context.Context, x pebblekv.Execution, req client.Tool
 		Authority: protocol.Authority{Scope: x.Scope, Work: x.Work, Execution: x.ID, Connection: g.Connection, Caller: "execution:" + x.ID},
 		RequestID: req.RequestID,
 	}
+	if ans, stop, err := s.gate(ctx, x, pkg, req, params); stop {
+		return ans, err
+	}
 	switch op.Kind {
 	case protocol.OperationHandler:
 		return s.replayable(ctx, x, pkg, req, func(ctx context.Context) (protocol.Payload, error) { return s.handler(ctx, pkg, params) })

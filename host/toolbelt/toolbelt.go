@@ -104,6 +104,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// CallTimeout bounds an operation's call (default DefaultCallTimeout).
 	CallTimeout time.Duration
+	// GateTimeout bounds one operation gate's answer (default
+	// DefaultGateTimeout).
+	GateTimeout time.Duration
 	// Now is the clock of the replay records (default time.Now).
 	Now func() time.Time
 }
@@ -128,6 +131,9 @@ func New(deps Deps) *Server {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.GateTimeout <= 0 {
+		deps.GateTimeout = DefaultGateTimeout
 	}
 	s := &Server{deps: deps, keys: keyLocks{m: map[string]*keyLock{}}}
 	s.http = &http.Server{

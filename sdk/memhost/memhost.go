@@ -137,6 +137,7 @@ func (h *Host) newTable() *jsonrpc.Table {
 	jsonrpc.Serve(t, protocol.ArtifactAbort, h.artifactAbort)
 	jsonrpc.Serve(t, protocol.ExecutionPersistRecovery, h.persistRecovery)
 	jsonrpc.Serve(t, protocol.WaitProgress, h.waitProgress)
+	jsonrpc.Serve(t, protocol.WorkSettleHold, h.settleHold)
 	return t
 }
 

@@ -27,6 +27,41 @@ type Work struct {
 	protocol.WorkView
 	// Reason says who cancelled it and why ("" until then).
 	Reason string
+	// Hold is the start gate's hold on it (PutHold), settled once the
+	// extension settles it.
+	Hold *protocol.WorkHold
+}
+
+// PutHold places a start gate's hold on a seeded Work, as the daemon does
+// when a package's work.admit answers a hold: hold.Package is the package
+// that placed it (the extension's own name for a hold it may settle).
+func (h *Host) PutHold(work string, hold protocol.WorkHold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.works[work]
+	w.Hold = &hold
+	h.works[work] = w
+}
+
+// settleHold settles a hold on a seeded Work by protocol.CheckSettleHold's
+// rules, as the daemon does: admitting marks the hold settled; refusing
+// cancels the Work.
+func (h *Host) settleHold(_ context.Context, p protocol.WorkSettleHoldParams) (protocol.WorkSettleHoldResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, found := h.works[p.Work]
+	replay, err := protocol.CheckSettleHold(h.name, p, w.State, w.Hold, found)
+	if err != nil || replay {
+		return protocol.WorkSettleHoldResult{}, err
+	}
+	hold := *w.Hold
+	hold.Settled, hold.Admit, hold.Key = true, p.Admit, p.Key
+	w.Hold = &hold
+	if !p.Admit {
+		w.State, w.Reason = "cancelled", protocol.SettledCancelReason(h.name, protocol.CutLine(p.Reason, protocol.MaxHoldReason))
+	}
+	h.works[p.Work] = w
+	return protocol.WorkSettleHoldResult{}, nil
 }
 
 // PutWork seeds a Work, with no rules: what the router had created before
