@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,8 @@ type report struct {
 	Seconds    float64                       `json:"seconds"`
 	Transports map[string]map[string]float64 `json:"transports"`
 	Targets    []target                      `json:"targets"`
+	// GoBench are the engine and store benchmarks of the same run.
+	GoBench []goBench `json:"go_bench,omitempty"`
 }
 
 type machine struct {
@@ -114,7 +115,7 @@ var rows = []struct {
 	{"binary_stripped_bytes", "extension binary, stripped", "MiB", false},
 }
 
-func (r *report) markdown(goBench, notes []byte) []byte {
+func (r *report) markdown(notes []byte) []byte {
 	var b bytes.Buffer
 	m := r.Machine
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` from one run on %s; do not edit by hand.\n\n", m.Date)
@@ -152,25 +153,14 @@ func (r *report) markdown(goBench, notes []byte) []byte {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s |\n", t.Name, t.Want, num(t.Value), t.Unit, met)
 	}
-	if len(goBench) > 0 {
+	if len(r.GoBench) > 0 {
 		b.WriteString("\n## Engine and store (go test -bench, same run)\n\n| package | benchmark | iterations | results |\n| --- | --- | ---: | --- |\n")
-		pkg := ""
-		sc := bufio.NewScanner(bytes.NewReader(goBench))
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "pkg: ") {
-				pkg = strings.TrimPrefix(strings.TrimPrefix(line, "pkg: "), "github.com/open-conduit/open-conduit/")
-				continue
-			}
-			f := strings.Fields(line)
-			if !strings.HasPrefix(line, "Benchmark") || len(f) < 4 {
-				continue
-			}
-			var metrics []string
-			for i := 2; i+1 < len(f); i += 2 {
-				metrics = append(metrics, f[i]+" "+f[i+1])
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", pkg, strings.TrimPrefix(f[0], "Benchmark"), f[1], strings.Join(metrics, ", "))
+		for _, g := range r.GoBench {
+			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", g.Package, g.printed, g.Iterations, strings.Join(g.order, ", "))
+		}
+		if rw := runningWork(r.GoBench); rw != "" {
+			b.WriteString("\n## Running Work (issue 11), medians and ratios of this run\n\n")
+			b.WriteString(rw)
 		}
 	}
 	if len(notes) > 0 {
