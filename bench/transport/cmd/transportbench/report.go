@@ -29,6 +29,9 @@ type machine struct {
 	OS    string `json:"os"`
 	Arch  string `json:"arch"`
 	Date  string `json:"date"`
+	// Load is the 1, 5 and 15-minute load averages as the report was
+	// made (Linux): on a shared machine, what else ran meanwhile.
+	Load string `json:"load,omitempty"`
 }
 
 // target is one of issue 3's targets, judged on this run's medians.
@@ -44,7 +47,7 @@ func newReport(cfg config, results map[string]figures, elapsed time.Duration) *r
 	r := &report{
 		Machine: machine{
 			Cores: runtime.NumCPU(), CPU: cpuModel(), Go: runtime.Version(),
-			OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339),
+			OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339), Load: loadAverage(),
 		},
 		Rounds:     cfg.rounds,
 		Seconds:    elapsed.Seconds(),
@@ -119,8 +122,12 @@ func (r *report) markdown(notes []byte) []byte {
 	var b bytes.Buffer
 	m := r.Machine
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` from one run on %s; do not edit by hand.\n\n", m.Date)
-	fmt.Fprintf(&b, "- Machine: %d cores, %s, %s/%s\n- Go: %s\n- Rounds: %d (each figure is the median; transports interleaved in each round); the run took %.0f s\n\n",
-		m.Cores, m.CPU, m.OS, m.Arch, m.Go, r.Rounds, r.Seconds)
+	fmt.Fprintf(&b, "- Machine: %d cores, %s, %s/%s\n", m.Cores, m.CPU, m.OS, m.Arch)
+	if m.Load != "" {
+		fmt.Fprintf(&b, "- Load average (1, 5, 15 minutes) at the end of the run: %s (the go test benchmarks ran in the minutes before it)\n", m.Load)
+	}
+	fmt.Fprintf(&b, "- Go: %s\n- Rounds: %d (each figure is the median; transports interleaved in each round); the run took %.0f s\n\n",
+		m.Go, r.Rounds, r.Seconds)
 	b.WriteString("## Transport: ours, go-plugin and the pipe, side by side\n\n")
 	b.WriteString("| figure | ours | go-plugin (gRPC) | raw pipe | ours better by |\n| --- | ---: | ---: | ---: | ---: |\n")
 	o, g, p := r.Transports["ours"], r.Transports["goplugin"], r.Transports["pipe"]
@@ -195,4 +202,18 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// loadAverage is the 1, 5 and 15-minute load averages on Linux, "" where
+// the system does not say.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
 }
