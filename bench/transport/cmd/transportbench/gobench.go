@@ -124,7 +124,7 @@ func runningWork(gs []goBench) string {
 	row("the same with one host callback (hello.greet: a KV update and an Event)", greet, "µs")
 	row("the same with the package in process (no pipes)", inProc, "µs")
 	row("a retry answered from its replay record", replay, "µs")
-	ratio("round trip over one synced store commit (pebblekv BatchCommitSync)", roundTrip, sync)
+	ratio("round trip p50 over the mean synced store commit (pebblekv BatchCommitSync ns/op)", roundTrip, sync)
 	ratio("round trip over a retry's replay", roundTrip, replay)
 	ratio("round trip over the package in process", roundTrip, inProc)
 	ratio("round trip over the router's route.match (engine → package, no socket, no commit)", roundTrip, route)

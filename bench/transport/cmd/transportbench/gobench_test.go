@@ -41,7 +41,7 @@ func TestRunningWorkQuotesFiguresAndRatiosOfTheRun(t *testing.T) {
 	rw := runningWork(parseGoBench([]byte(sampleGoBench)))
 	for _, want := range []string{
 		"| operation.call round trip through the toolbelt, p50 (echo package over pipes) | 703.0 µs |",
-		"| round trip over one synced store commit (pebblekv BatchCommitSync) | 4.25× |",
+		"| round trip p50 over the mean synced store commit (pebblekv BatchCommitSync ns/op) | 4.25× |",
 		"| round trip over a retry's replay | 6.71× |",
 		"| attempts started per second, concurrency 256 (not the limit) | 727.4 /s |",
 		"| attempts started per second, unbounded over the default | 1.30× |",
