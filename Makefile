@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/open-conduit
 BENCHTIME ?= 2s
-STORE_BENCH := ./pebblekv/ ./host/service/ ./host/engine/
+STORE_BENCH := ./pebblekv/ ./host/service/ ./host/engine/ ./host/toolbelt/
 
 .PHONY: build test lint bench bench-smoke drills
 
@@ -26,7 +26,7 @@ drills:
 	$(GO) test -race -count=1 -timeout 60m -v -run 'Drill' ./drills/ -args -drills.full
 
 # bench runs the transport comparison (ours, go-plugin, the raw pipe) and
-# the engine and store benchmarks in one run, and rewrites
+# the engine, toolbelt and store benchmarks in one run, and rewrites
 # docs/benchmarks.md and docs/benchmarks.json from it.
 bench:
 	@mkdir -p bin
@@ -41,4 +41,5 @@ bench:
 bench-smoke:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchtime 1x -short ./jsonrpc/ ./session/ $(STORE_BENCH) > bin/bench-smoke.txt
-	cd bench/transport && $(GO) vet ./... && $(GO) run ./cmd/transportbench -short -md ../../bin/bench-smoke.md
+	cd bench/transport && $(GO) vet ./... && $(GO) test -count=1 ./cmd/transportbench/ && \
+		$(GO) run ./cmd/transportbench -short -md ../../bin/bench-smoke.md -gobench ../../bin/bench-smoke.txt

@@ -89,20 +89,20 @@ func main() {
 		results[t].add(kind, float64(b))
 	}
 	rep := newReport(cfg, results, time.Since(start))
+	if *goBench != "" {
+		gob, err := os.ReadFile(*goBench)
+		check(err)
+		rep.GoBench = parseGoBench(gob)
+	}
 	if *jsonOut != "" {
 		check(os.WriteFile(*jsonOut, rep.json(), 0o644))
-	}
-	var gob []byte
-	if *goBench != "" {
-		gob, err = os.ReadFile(*goBench)
-		check(err)
 	}
 	var notesText []byte
 	if *notes != "" {
 		notesText, err = os.ReadFile(*notes)
 		check(err)
 	}
-	md := rep.markdown(gob, notesText)
+	md := rep.markdown(notesText)
 	if *mdOut != "" {
 		check(os.WriteFile(*mdOut, md, 0o644))
 	} else {

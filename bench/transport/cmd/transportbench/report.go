@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,8 @@ type report struct {
 	Seconds    float64                       `json:"seconds"`
 	Transports map[string]map[string]float64 `json:"transports"`
 	Targets    []target                      `json:"targets"`
+	// GoBench are the engine and store benchmarks of the same run.
+	GoBench []goBench `json:"go_bench,omitempty"`
 }
 
 type machine struct {
@@ -28,6 +29,9 @@ type machine struct {
 	OS    string `json:"os"`
 	Arch  string `json:"arch"`
 	Date  string `json:"date"`
+	// Load is the 1, 5 and 15-minute load averages as the report was
+	// made (Linux): on a shared machine, what else ran meanwhile.
+	Load string `json:"load,omitempty"`
 }
 
 // target is one of issue 3's targets, judged on this run's medians.
@@ -43,7 +47,7 @@ func newReport(cfg config, results map[string]figures, elapsed time.Duration) *r
 	r := &report{
 		Machine: machine{
 			Cores: runtime.NumCPU(), CPU: cpuModel(), Go: runtime.Version(),
-			OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339),
+			OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339), Load: loadAverage(),
 		},
 		Rounds:     cfg.rounds,
 		Seconds:    elapsed.Seconds(),
@@ -114,12 +118,16 @@ var rows = []struct {
 	{"binary_stripped_bytes", "extension binary, stripped", "MiB", false},
 }
 
-func (r *report) markdown(goBench, notes []byte) []byte {
+func (r *report) markdown(notes []byte) []byte {
 	var b bytes.Buffer
 	m := r.Machine
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` from one run on %s; do not edit by hand.\n\n", m.Date)
-	fmt.Fprintf(&b, "- Machine: %d cores, %s, %s/%s\n- Go: %s\n- Rounds: %d (each figure is the median; transports interleaved in each round); the run took %.0f s\n\n",
-		m.Cores, m.CPU, m.OS, m.Arch, m.Go, r.Rounds, r.Seconds)
+	fmt.Fprintf(&b, "- Machine: %d cores, %s, %s/%s\n", m.Cores, m.CPU, m.OS, m.Arch)
+	if m.Load != "" {
+		fmt.Fprintf(&b, "- Load average (1, 5, 15 minutes) at the end of the run: %s (the go test benchmarks ran in the minutes before it)\n", m.Load)
+	}
+	fmt.Fprintf(&b, "- Go: %s\n- Rounds: %d (each figure is the median; transports interleaved in each round); the run took %.0f s\n\n",
+		m.Go, r.Rounds, r.Seconds)
 	b.WriteString("## Transport: ours, go-plugin and the pipe, side by side\n\n")
 	b.WriteString("| figure | ours | go-plugin (gRPC) | raw pipe | ours better by |\n| --- | ---: | ---: | ---: | ---: |\n")
 	o, g, p := r.Transports["ours"], r.Transports["goplugin"], r.Transports["pipe"]
@@ -152,25 +160,14 @@ func (r *report) markdown(goBench, notes []byte) []byte {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s |\n", t.Name, t.Want, num(t.Value), t.Unit, met)
 	}
-	if len(goBench) > 0 {
+	if len(r.GoBench) > 0 {
 		b.WriteString("\n## Engine and store (go test -bench, same run)\n\n| package | benchmark | iterations | results |\n| --- | --- | ---: | --- |\n")
-		pkg := ""
-		sc := bufio.NewScanner(bytes.NewReader(goBench))
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "pkg: ") {
-				pkg = strings.TrimPrefix(strings.TrimPrefix(line, "pkg: "), "github.com/open-conduit/open-conduit/")
-				continue
-			}
-			f := strings.Fields(line)
-			if !strings.HasPrefix(line, "Benchmark") || len(f) < 4 {
-				continue
-			}
-			var metrics []string
-			for i := 2; i+1 < len(f); i += 2 {
-				metrics = append(metrics, f[i]+" "+f[i+1])
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", pkg, strings.TrimPrefix(f[0], "Benchmark"), f[1], strings.Join(metrics, ", "))
+		for _, g := range r.GoBench {
+			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", g.Package, g.printed, g.Iterations, strings.Join(g.order, ", "))
+		}
+		if rw := runningWork(r.GoBench); rw != "" {
+			b.WriteString("\n## Running Work (issue 11), medians and ratios of this run\n\n")
+			b.WriteString(rw)
 		}
 	}
 	if len(notes) > 0 {
@@ -205,4 +202,18 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// loadAverage is the 1, 5 and 15-minute load averages on Linux, "" where
+// the system does not say.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
 }
