@@ -65,13 +65,13 @@ func (r *jobRig) advance(d time.Duration, want ...string) {
 	r.clock.advance(d)
 	var got []string
 	for range want {
-		select {
-		case name := <-r.ran:
-			got = append(got, name)
-		case <-time.After(30 * time.Second):
+		name, ok := nudgedRecv(r.e, r.ran)
+		if !ok {
 			r.t.Fatalf("after %v: waited 30s for runs %v, got %v", d, want, got)
 		}
+		got = append(got, name)
 	}
+	r.finished(want...)
 	r.settle()
 	select {
 	case name := <-r.ran:
@@ -124,9 +124,7 @@ func TestEveryInterleavesJobsOfTwoPackages(t *testing.T) {
 		return nil
 	})
 	r.advance(10*time.Second, "alpha/sync")
-	select {
-	case <-hung:
-	case <-time.After(30 * time.Second):
+	if _, ok := nudgedRecv(r.e, hung); !ok {
 		t.Fatal("the hanging job did not start within 30s")
 	}
 	r.advance(5*time.Second, "beta/sync")
@@ -154,9 +152,7 @@ func TestEveryStopEndsTheJobAndWaitsForItsRun(t *testing.T) {
 		return ctx.Err()
 	})
 	r.advance(10*time.Second, "alpha/sync")
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
+	if _, ok := nudgedRecv(r.e, started); !ok {
 		t.Fatal("the slow job did not start within 30s")
 	}
 	stop()
@@ -208,5 +204,54 @@ func TestEngineStopEndsJobRuns(t *testing.T) {
 	}
 	if ended != context.Canceled {
 		t.Fatalf("the run ended with %v after Stop, want context.Canceled", ended)
+	}
+}
+
+// nudgedRecv receives from ch within 30 s, waking e's scheduler every 50
+// ms meanwhile. The scheduler reads the test clock twice before it sleeps
+// (the time to sleep until, then the sleep's start), so a clock the test
+// moves between the two reads can leave it asleep past a job's due time;
+// a real clock only makes it late by that gap. A spurious wake must never
+// run a job early, so the nudges cannot make a wrong answer pass.
+func nudgedRecv[T any](e *Engine, ch <-chan T) (T, bool) {
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case v := <-ch:
+			return v, true
+		case <-tick.C:
+			e.TimersChanged()
+		case <-deadline:
+			var zero T
+			return zero, false
+		}
+	}
+}
+
+// finished waits until the runs of the jobs named have returned: a job is
+// sent its run's name before the run ends, and one still running at its
+// next due time is skipped by design, so the next advance must not come
+// before the goroutine has marked it done.
+func (r *jobRig) finished(names ...string) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		busy := ""
+		r.e.jobs.mu.Lock()
+		for j := range r.e.jobs.all {
+			if j.running && slices.Contains(names, j.name) {
+				busy = j.name
+			}
+		}
+		r.e.jobs.mu.Unlock()
+		if busy == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the run of %s did not end within 30s", busy)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
