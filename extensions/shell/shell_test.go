@@ -70,7 +70,12 @@ func startPackage(t *testing.T, stateDir string) *pkg {
 	m := Extension().Manifest
 	p := &pkg{t: t, mem: memhost.New(Name, memhost.WithManifest(m)), errs: &bytes.Buffer{}}
 	table := jsonrpc.NewTable()
+	// The test records execution.persist_recovery itself (what the package
+	// persisted, and a refusal on demand); memhost answers the rest.
 	for _, method := range p.mem.Table().Methods() {
+		if method == protocol.MethodExecutionPersistRecovery {
+			continue
+		}
 		fn, _ := p.mem.Table().Lookup(method)
 		table.HandleRaw(method, fn)
 	}
@@ -130,9 +135,18 @@ func (p *pkg) crash() {
 	_ = p.conn.Close()
 }
 
+// call calls method on the package. The host holds an execution before it
+// runs or recovers it, as the scheduler does, so the package's artifacts
+// may name it.
 func (p *pkg) call(method string, params, result any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
+	switch rp := params.(type) {
+	case protocol.ExecutorRunParams:
+		p.mem.PutExecution(protocol.ExecutionRef{Execution: rp.Execution, Epoch: rp.Epoch, Executor: rp.Executor}, rp.Work.ID)
+	case protocol.ExecutorRecoverParams:
+		p.mem.PutExecution(protocol.ExecutionRef{Execution: rp.Execution, Epoch: rp.Epoch, Executor: rp.Executor}, rp.Work.ID)
+	}
 	return p.conn.Call(ctx, method, params, result)
 }
 
