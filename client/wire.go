@@ -45,12 +45,12 @@ type WireEntry struct {
 	Size int `json:"size"`
 	// LatencyMicros is, for an answer, the time since its request, in
 	// microseconds.
-	LatencyMicros int64 `json:"latency_us,omitempty"`
+	LatencyMicros int64 `json:"latency_us,omitzero"`
 	// Message is the line's text, at most a few KiB of it (Cut says it was
 	// cut); the result of a secret.resolve answer is replaced (Redacted).
 	Message  string `json:"message"`
-	Cut      bool   `json:"cut,omitempty"`
-	Redacted bool   `json:"redacted,omitempty"`
+	Cut      bool   `json:"cut,omitzero"`
+	Redacted bool   `json:"redacted,omitzero"`
 }
 
 // WireQuery asks for the entries after a sequence number.
