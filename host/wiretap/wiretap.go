@@ -62,11 +62,14 @@ type Ring struct {
 	opts Options
 
 	mu      sync.Mutex
-	entries []client.WireEntry // oldest first
+	buf     []client.WireEntry // circular, MaxEntries long
+	head, n int                // the oldest entry's index, and how many are held
 	bytes   int
 	seq     uint64
 	pending map[pendingKey]pending
-	changed chan struct{} // closed and replaced when an entry is added
+	// changed, made by a waiter, is closed (and forgotten) when an entry
+	// is added, so a ring nobody waits on allocates nothing for it.
+	changed chan struct{}
 }
 
 // New makes an empty ring.
@@ -80,7 +83,7 @@ func New(opts Options) *Ring {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Ring{opts: opts, pending: make(map[pendingKey]pending), changed: make(chan struct{})}
+	return &Ring{opts: opts, buf: make([]client.WireEntry, opts.MaxEntries), pending: make(map[pendingKey]pending)}
 }
 
 // Observe records one line; outgoing is host to extension.
@@ -143,21 +146,28 @@ func (r *Ring) Observe(outgoing bool, frame []byte) {
 	e.Message = string(text)
 	r.seq++
 	e.Seq = r.seq
-	r.entries = append(r.entries, e)
-	r.bytes += entrySize(&e)
-	for len(r.entries) > r.opts.MaxEntries || (len(r.entries) > 1 && r.bytes > r.opts.MaxBytes) {
-		r.bytes -= entrySize(&r.entries[0])
-		r.entries[0] = client.WireEntry{}
-		r.entries = r.entries[1:]
+	size := entrySize(&e)
+	for r.n == len(r.buf) || (r.n > 0 && r.bytes+size > r.opts.MaxBytes) {
+		r.dropOldest()
 	}
-	if cap(r.entries) > 2*r.opts.MaxEntries {
-		// Slicing from the front leaks the array's head; start a fresh one
-		// now and then.
-		r.entries = append(make([]client.WireEntry, 0, r.opts.MaxEntries+1), r.entries...)
+	r.buf[(r.head+r.n)%len(r.buf)] = e
+	r.n++
+	r.bytes += size
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
 }
+
+func (r *Ring) dropOldest() {
+	r.bytes -= entrySize(&r.buf[r.head])
+	r.buf[r.head] = client.WireEntry{}
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+}
+
+// at is the i-th held entry, oldest first.
+func (r *Ring) at(i int) *client.WireEntry { return &r.buf[(r.head+i)%len(r.buf)] }
 
 func entrySize(e *client.WireEntry) int {
 	return len(e.Message) + len(e.Method) + len(e.ID) + entryOverhead
@@ -173,20 +183,24 @@ func (r *Ring) Page(after uint64, limit int) client.WirePage {
 
 func (r *Ring) pageLocked(after uint64, limit int) client.WirePage {
 	p := client.WirePage{Entries: []client.WireEntry{}, Next: after, Oldest: r.seq + 1}
-	if len(r.entries) > 0 {
-		p.Oldest = r.entries[0].Seq
+	if r.n == 0 {
+		return p
 	}
+	p.Oldest = r.at(0).Seq
 	budget := protocol.NewPageBudget(limit, client.MaxWirePage)
-	for i := range r.entries {
-		e := r.entries[i]
-		if e.Seq <= after {
-			continue
-		}
-		if !budget.Add(entrySize(&e)) {
+	// Sequence numbers are consecutive, so the first entry after after is
+	// found by arithmetic.
+	start := 0
+	if after >= p.Oldest {
+		start = int(min(after-p.Oldest+1, uint64(r.n)))
+	}
+	for i := start; i < r.n; i++ {
+		e := r.at(i)
+		if !budget.Add(entrySize(e)) {
 			p.More = true
 			break
 		}
-		p.Entries = append(p.Entries, e)
+		p.Entries = append(p.Entries, *e)
 		p.Next = e.Seq
 	}
 	return p
@@ -200,6 +214,9 @@ func (r *Ring) Wait(ctx context.Context, after uint64, limit int, wait time.Dura
 	for {
 		r.mu.Lock()
 		p := r.pageLocked(after, limit)
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
 		changed := r.changed
 		r.mu.Unlock()
 		if len(p.Entries) > 0 || wait <= 0 {

@@ -49,7 +49,7 @@ func TestRingDropsOldestByBytes(t *testing.T) {
 	if len(p.Entries) != 3 || p.Entries[2].Seq != 10 {
 		t.Fatalf("held %d entries (last %d); want the 3 newest that fit 10,000 bytes", len(p.Entries), p.Entries[len(p.Entries)-1].Seq)
 	}
-	if r.bytes > 10_000 {
+	if r.bytes > 10_000 || r.n != 3 {
 		t.Fatalf("ring holds %d bytes, over its budget", r.bytes)
 	}
 }
@@ -173,5 +173,20 @@ func TestWaitReturnsWhenAnEntryArrives(t *testing.T) {
 	// Negative control: nothing new, a short wait ends empty.
 	if p := r.Wait(context.Background(), 1, 0, 10*time.Millisecond); len(p.Entries) != 0 || p.Next != 1 {
 		t.Fatalf("empty wait = %+v; want no entries and next 1", p)
+	}
+}
+
+// BenchmarkObserve is what the tap adds to each line the daemon moves: a
+// request and its answer of about 200 bytes each.
+func BenchmarkObserve(b *testing.B) {
+	r := New(Options{})
+	req := call(1, "operation.call")
+	req = append(req[:len(req)-3], []byte(`{"text":"a short message of about the size a call carries, give or take a little more"}}`)...)
+	ans := result(1, `{"text":"a short message of about the size a call carries, give or take a little more"}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r.Observe(true, req)
+		r.Observe(false, ans)
 	}
 }
