@@ -2,9 +2,12 @@ package daemon_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	json "github.com/go-json-experiment/json"
 
@@ -29,8 +32,41 @@ func TestWireTapShowsAnOperatorCallAndRedactsTheSecretItResolved(t *testing.T) {
 		}
 		return string(out)
 	}
+	// A follower started before the call sees it as it passes.
+	follow := exec.Command(e.Bins.OpenConduit, "extension", "tap", probe.Name, "--follow", "--after", fmt.Sprint(lastSeq(t, e)), "--state", e.State)
+	followOut, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = follow.Process.Kill(); _ = follow.Wait() })
+	followed := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(followOut)
+		var seen strings.Builder
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "← answer operation.call id=") {
+				followed <- seen.String()
+				return
+			}
+		}
+		followed <- "the follower ended:\n" + seen.String()
+	}()
+
 	cli("extension", "call", probe.Name, "probe.call", "--scope", "alpha",
 		"--input", `{"method":"secret.resolve","params":{"scope_id":"alpha","names":["s1"]}}`)
+
+	select {
+	case got := <-followed:
+		if !strings.Contains(got, "→ request operation.call") || !strings.Contains(got, "← request secret.resolve") {
+			t.Fatalf("extension tap --follow printed:\n%s", got)
+		}
+	case <-time.After(daemontest.Deadline):
+		t.Fatalf("extension tap --follow did not print the call's answer within %s", daemontest.Deadline)
+	}
 
 	var entries []client.WireEntry
 	sc := bufio.NewScanner(strings.NewReader(cli("extension", "tap", probe.Name, "--json")))
@@ -81,5 +117,20 @@ func TestWireTapShowsAnOperatorCallAndRedactsTheSecretItResolved(t *testing.T) {
 	// Negative control: an unknown package is an error, not an empty tap.
 	if out, err := exec.Command(e.Bins.OpenConduit, "extension", "tap", "nosuch", "--state", e.State).CombinedOutput(); err == nil || !strings.Contains(string(out), "nosuch") {
 		t.Fatalf("tap of an unknown package: %v\n%s", err, out)
+	}
+}
+
+// lastSeq is the newest sequence number in the probe's tap now.
+func lastSeq(t *testing.T, e *daemontest.Env) uint64 {
+	t.Helper()
+	var after uint64
+	for {
+		p, err := e.C.Wire(context.Background(), probe.Name, client.WireQuery{After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after = p.Next; !p.More {
+			return after
+		}
 	}
 }
