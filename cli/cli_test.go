@@ -38,6 +38,7 @@ var commandFlags = map[string][]string{
 	"extension check":    {"json", "allow"},
 	"extension inspect":  {"json"},
 	"extension dev":      {"entry", "secret"},
+	"extension tap":      {"state", "json", "follow", "after"},
 	"logs":               {"state", "json", "tail", "follow"},
 	"events":             nil,
 	"events list":        {"state", "json", "after", "limit", "scope", "follow"},

@@ -28,8 +28,8 @@ const maxRestartWait = client.MaxWait
 func extensionCommand() *command {
 	return &command{
 		name:  "extension",
-		short: "packages: write, list, check, inspect, install, update, roll back, remove, call, restart and rescan them, and run one while you build it (dev)",
-		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand(), extensionInstallCommand(), extensionUpdateCommand(), extensionRollbackCommand(), extensionRemoveCommand(), extensionCheckCommand(), extensionInspectCommand(), extensionDevCommand()},
+		short: "packages: write, list, check, inspect, install, update, roll back, remove, call, restart and rescan them, run one while you build it (dev), and watch its JSON-RPC traffic (tap)",
+		subs:  []*command{extensionNewCommand(), extensionListCommand(), extensionCallCommand(), extensionRestartCommand(), extensionRescanCommand(), extensionInstallCommand(), extensionUpdateCommand(), extensionRollbackCommand(), extensionRemoveCommand(), extensionCheckCommand(), extensionInspectCommand(), extensionDevCommand(), extensionTapCommand()},
 	}
 }
 

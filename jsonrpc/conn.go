@@ -46,6 +46,8 @@ type Options struct {
 	CallTimeout time.Duration
 	// Logger receives protocol errors and handler panics (default: discard).
 	Logger *slog.Logger
+	// Observer, when set, sees every line read and written (a wire tap).
+	Observer Observer
 }
 
 const (
@@ -114,6 +116,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	c := &Conn{opts: opts, done: make(chan struct{}), jobs: make(chan *job), grace: defaultGrace}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
+	c.guard.observer = opts.Observer
 
 	// Calls run on warm workers while the reader waits briefly; a call that
 	// does not finish within the grace period, or that calls the peer back,

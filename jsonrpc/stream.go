@@ -64,8 +64,9 @@ type guard struct {
 	writeErr error // the first failed write; the streams are closed after it
 
 	// Write side: serialized by the framer's own write mutex.
-	scratch []byte
-	broken  atomic.Bool // a write failed: nothing more is written
+	scratch  []byte
+	broken   atomic.Bool // a write failed: nothing more is written
+	observer Observer    // sees each frame before it is written; nil: none
 
 	closeOnce sync.Once
 	eof       chan struct{} // closed when the read side ends
@@ -147,6 +148,9 @@ func (g *guard) Write(p []byte) (int, error) {
 	if len(frame)-1 > g.maxLine {
 		return 0, g.failWrite(fmt.Errorf("%w: this side refused to write a line of %d bytes, over the %d-byte bound",
 			ErrMessageTooLarge, len(frame)-1, g.maxLine))
+	}
+	if g.observer != nil && len(frame) > 0 {
+		g.observer.Observe(true, frame[:len(frame)-1])
 	}
 	if g.wdl != nil && g.writeTimeout > 0 {
 		_ = g.wdl.SetWriteDeadline(time.Now().Add(g.writeTimeout))

@@ -80,6 +80,9 @@ func (w *wire) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 			return nil, 0, w.stop(err)
 		}
 		w.current = frame
+		if o := w.c.opts.Observer; o != nil {
+			o.Observe(false, frame)
+		}
 		if bytes.HasPrefix(frame, requestPrefix) {
 			return frame, n, nil
 		}

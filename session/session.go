@@ -130,6 +130,10 @@ type Options struct {
 	RestartWait time.Duration
 	// ShutdownGrace is how long each step of Close waits (default 5 s).
 	ShutdownGrace time.Duration
+	// Observer, when set, sees every line to and from each process of the
+	// session, across restarts (the daemon's wire tap). Outgoing is host
+	// to extension. Default: none, at no cost.
+	Observer jsonrpc.Observer
 }
 
 // DefaultRestartWait is how long, at most, a call waits for an extension

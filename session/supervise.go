@@ -36,6 +36,7 @@ func (s *Session) launch(ctx context.Context) error {
 		Gate:        s.gate,
 		Logger:      s.logger,
 		CallTimeout: s.opts.CallTimeout,
+		Observer:    s.opts.Observer,
 	})
 	hctx, cancel := context.WithTimeout(ctx, s.opts.HandshakeTimeout)
 	defer cancel()

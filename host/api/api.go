@@ -40,6 +40,9 @@ type Daemon interface {
 	Events(ctx context.Context, q client.EventsQuery) (client.Events, error)
 	Log(name string, tail int) (client.Log, error)
 	LogAfter(ctx context.Context, name string, offset int64, wait time.Duration) (client.Log, error)
+	// Wire reads one page of a package's wire tap (its recent JSON-RPC
+	// lines), waiting up to q.Wait for one after q.After.
+	Wire(ctx context.Context, name string, q client.WireQuery) (client.WirePage, error)
 	Doctor(ctx context.Context, opts ...client.DoctorOptions) client.Doctor
 	Config() (client.ConfigView, error)
 	Validate(ctx context.Context, text []byte) (client.Validation, error)
@@ -63,6 +66,7 @@ func Handler(d Daemon) http.Handler {
 	mux.HandleFunc("POST /v1/extensions/rescan", a.rescan)
 	mux.HandleFunc("POST /v1/extensions/{name}/call", a.call)
 	mux.HandleFunc("POST /v1/extensions/{name}/restart", a.restart)
+	mux.HandleFunc("GET /v1/extensions/{name}/wire", a.wire)
 	mux.HandleFunc("GET /v1/events", a.events)
 	routeWork(mux, a)
 	routeRender(mux, a)
@@ -305,6 +309,17 @@ func (a adapter) logs(w http.ResponseWriter, r *http.Request) {
 		tail = 100
 	}
 	res, err := a.d.Log(name, int(min(tail, 100_000)))
+	answer(w, res, err)
+}
+
+func (a adapter) wire(w http.ResponseWriter, r *http.Request) {
+	p := params{r: r}
+	q := client.WireQuery{After: p.uint("after"), Limit: int(min(p.uint("limit"), client.MaxWirePage)), Wait: p.wait()}
+	if p.err != nil {
+		writeError(w, p.err)
+		return
+	}
+	res, err := a.d.Wire(r.Context(), r.PathValue("name"), q)
 	answer(w, res, err)
 }
 

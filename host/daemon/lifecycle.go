@@ -11,6 +11,7 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/service"
+	"github.com/open-conduit/open-conduit/host/wiretap"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
 )
@@ -39,7 +40,7 @@ func (p *packages) add(pkgs []discover.Package) []*extension {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, pkg := range pkgs {
-		out[i] = &extension{name: pkg.Name, extState: extState{pkg: pkg}}
+		out[i] = &extension{name: pkg.Name, tap: wiretap.New(wiretap.Options{}), extState: extState{pkg: pkg}}
 		p.exts[pkg.Name] = out[i]
 	}
 	return out
@@ -95,6 +96,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		HandshakeTimeout: d.opts.HandshakeTimeout,
 		Run:              d.procs.token(),
 		Detached:         d.procs.isDetached,
+		Observer:         x.tap,
 	})
 	if err != nil {
 		d.setStartErr(x, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/discover"
 	"github.com/open-conduit/open-conduit/host/service"
 	"github.com/open-conduit/open-conduit/host/validate"
+	"github.com/open-conduit/open-conduit/host/wiretap"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
 )
@@ -33,6 +34,9 @@ type extension struct {
 	// an operator's restart, a rescan's replacement), never held by a
 	// reader.
 	op sync.Mutex
+	// tap is the package's wire tap, kept across its restarts and
+	// replacements; set once, when the package is first seen.
+	tap *wiretap.Ring
 	// extState is guarded by packages.mu.
 	extState
 }
