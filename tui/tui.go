@@ -150,6 +150,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.c.Keys
 	page := m.pages[m.active]
+	if msg.String() == "ctrl+c" {
+		return tea.Quit
+	}
 	if page.Modal() {
 		return page.Update(msg)
 	}
@@ -258,11 +261,12 @@ func (m *Model) Render() string {
 	w, s := m.c.Width, m.c.Styles
 	var tabs []string
 	for i, p := range m.pages {
-		name := " " + p.Title() + " "
+		// Brackets mark the shown pane where reverse video cannot (a
+		// capture of the screen's text).
 		if i == m.active {
-			tabs = append(tabs, s.ActiveTab.Render(name))
+			tabs = append(tabs, s.ActiveTab.Render("["+p.Title()+"]"))
 		} else {
-			tabs = append(tabs, s.Tab.Render(name))
+			tabs = append(tabs, s.Tab.Render(" "+p.Title()+" "))
 		}
 	}
 	state := s.Live.Render("live")

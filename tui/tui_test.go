@@ -167,7 +167,19 @@ func (h *harness) send(msg tea.Msg) {
 
 // key presses one key, as its name (a rune, "tab", "shift+tab", "enter",
 // "esc").
-func (h *harness) key(name string) {
+func (h *harness) key(name string) { h.send(keyPress(name)) }
+
+// quits presses one key and reports whether it quit the dashboard.
+func (h *harness) quits(name string) bool {
+	_, cmd := h.m.Update(keyPress(name))
+	if cmd == nil {
+		return false
+	}
+	_, ok := cmd().(tea.QuitMsg)
+	return ok
+}
+
+func keyPress(name string) tea.KeyPressMsg {
 	k := tea.KeyPressMsg{}
 	switch name {
 	case "tab":
@@ -180,10 +192,12 @@ func (h *harness) key(name string) {
 		k.Code = tea.KeyEscape
 	case "down":
 		k.Code = tea.KeyDown
+	case "ctrl+c":
+		k.Code, k.Mod = 'c', tea.ModCtrl
 	default:
 		k.Code, k.Text = rune(name[0]), name
 	}
-	h.send(k)
+	return k
 }
 
 // screen is the rendered view without styling.
@@ -224,17 +238,21 @@ func live(t *testing.T, f *fakeAPI, w, h int) *harness {
 func TestTabSwitchesPanes(t *testing.T) {
 	f := newFake()
 	h := live(t, f, 80, 24)
-	for _, step := range []struct{ key, shows, hides string }{
-		{"tab", "deploy the website", "handshake_failed"},
-		{"tab", "approval of PR 7", "deploy the website"},
-		{"tab", "no Events yet", "approval of PR 7"},
-		{"tab", "handshake_failed", "no Events yet"},
-		{"shift+tab", "no Events yet", "handshake_failed"},
+	if s := h.screen(); !strings.Contains(s, "[Extensions]") {
+		t.Fatalf("the first pane shown is not Extensions:\n%s", s)
+	}
+	for _, step := range []struct{ key, pane, shows, hides string }{
+		{"tab", "[Work]", "deploy the website", "handshake_failed"},
+		{"tab", "[Waits]", "approval of PR 7", "deploy the website"},
+		{"tab", "[Events]", "no Events yet", "approval of PR 7"},
+		{"tab", "[Extensions]", "handshake_failed", "no Events yet"},
+		{"shift+tab", "[Events]", "no Events yet", "handshake_failed"},
+		{"shift+tab", "[Waits]", "approval of PR 7", "no Events yet"},
 	} {
 		h.key(step.key)
 		s := h.waitShows(step.shows)
-		if strings.Contains(s, step.hides) {
-			t.Fatalf("after %s the screen still shows %q:\n%s", step.key, step.hides, s)
+		if strings.Contains(s, step.hides) || !strings.Contains(s, step.pane) {
+			t.Fatalf("after %s the screen does not show only %s:\n%s", step.key, step.pane, s)
 		}
 	}
 }
@@ -328,6 +346,9 @@ func TestCancelAsksAndOnlyYesCancels(t *testing.T) {
 			// While the question is open, tab and q are answers' neighbours,
 			// not pane switches or quitting.
 			h.key("tab")
+			if h.quits("q") {
+				t.Fatal("q quit while the question was open")
+			}
 			h.waitShows("cancel Work W0002?")
 			h.key(tc.answer)
 			h.waitShows(tc.shows)
@@ -335,6 +356,23 @@ func TestCancelAsksAndOnlyYesCancels(t *testing.T) {
 				t.Fatalf("cancelled %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCancelOfFinishedWorkIsNotAsked(t *testing.T) {
+	f := newFake()
+	f.work[1].State = client.WorkCompleted
+	h := live(t, f, 80, 24)
+	h.key("tab")
+	h.waitShows("review pull request 7")
+	h.key("c")
+	s := h.waitShows("Work W0002 is completed; only open Work can be cancelled")
+	if strings.Contains(s, "y to cancel it") {
+		t.Fatalf("a finished Work's cancel was asked:\n%s", s)
+	}
+	h.key("y")
+	if got := f.cancels(); len(got) != 0 {
+		t.Fatalf("cancelled %v", got)
 	}
 }
 
@@ -381,20 +419,28 @@ func TestFitsTheTerminal(t *testing.T) {
 	}
 }
 
-func TestQuitKey(t *testing.T) {
-	f := newFake()
-	h := live(t, f, 80, 24)
-	_, cmd := h.m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"})
-	if cmd == nil {
-		t.Fatal("q returned no command")
-	}
-	if _, ok := cmd().(tea.QuitMsg); !ok {
-		t.Fatal("q does not quit")
-	}
-	_, cmd = h.m.Update(tea.KeyPressMsg{Code: 'j', Text: "j"})
-	if cmd != nil {
-		if _, ok := cmd().(tea.QuitMsg); ok {
-			t.Fatal("j quits")
+func TestQuitKeys(t *testing.T) {
+	for _, tc := range []struct {
+		key   string
+		modal bool
+		quits bool
+	}{
+		{"q", false, true},
+		{"ctrl+c", false, true},
+		{"j", false, false},
+		{"q", true, false},
+		{"ctrl+c", true, true},
+	} {
+		f := newFake()
+		h := live(t, f, 80, 24)
+		if tc.modal {
+			h.key("tab")
+			h.waitShows("review pull request 7")
+			h.key("c")
+			h.waitShows("y to cancel it")
+		}
+		if got := h.quits(tc.key); got != tc.quits {
+			t.Errorf("%s (question open %v): quits %v, want %v", tc.key, tc.modal, got, tc.quits)
 		}
 	}
 }

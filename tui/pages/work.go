@@ -109,8 +109,14 @@ func (p *Work) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	case key.Matches(msg, k.Cancel):
-		if id := p.selected(); id != "" {
-			p.confirm, p.status = id, ""
+		w, ok := p.selectedWork()
+		switch {
+		case !ok:
+		case !w.Open():
+			// The daemon would refuse it as a conflict; say so without asking.
+			p.status = "Work " + w.ID + " is " + w.State + "; only open Work can be cancelled"
+		default:
+			p.confirm, p.status = w.ID, ""
 		}
 	case p.detail != "" && key.Matches(msg, k.Back):
 		p.detail, p.loaded = "", nil
@@ -123,6 +129,21 @@ func (p *Work) key(msg tea.KeyPressMsg) tea.Cmd {
 		p.cur.moveKeys(p.c, msg, len(p.work))
 	}
 	return nil
+}
+
+// selectedWork is the Work under the cursor, or the one in detail as
+// last read.
+func (p *Work) selectedWork() (client.Work, bool) {
+	id := p.selected()
+	if p.loaded != nil && p.loaded.Work.ID == id {
+		return p.loaded.Work, true
+	}
+	for _, w := range p.work {
+		if w.ID == id {
+			return w, true
+		}
+	}
+	return client.Work{}, false
 }
 
 // selected is the Work under the cursor, or the one in detail.
