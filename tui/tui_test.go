@@ -131,9 +131,14 @@ type harness struct {
 
 func start(t *testing.T, api API, w, h int) *harness {
 	t.Helper()
+	return startWith(t, api, Options{Retry: 10 * time.Millisecond, Now: func() time.Time { return epoch }}, w, h)
+}
+
+func startWith(t *testing.T, api API, opts Options, w, h int) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m := New(ctx, api, Options{Retry: 10 * time.Millisecond, Now: func() time.Time { return epoch }})
+	m := New(ctx, api, opts)
 	hs := &harness{t: t, m: m, msgs: make(chan tea.Msg, 64)}
 	hs.run(m.Init())
 	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
@@ -452,6 +457,29 @@ func TestNoColorRendersNoColour(t *testing.T) {
 		hasColour := strings.Contains(out, "\x1b[38;") || strings.Contains(out, "\x1b[48;") || strings.Contains(out, "\x1b[3") && strings.Contains(out, "m")
 		if color != hasColour {
 			t.Errorf("color %v: colour escapes present %v:\n%q", color, hasColour, out)
+		}
+	}
+}
+
+func TestResizeRedrawsAtTheNewWidth(t *testing.T) {
+	f := newFake()
+	f.exts[1].LastError = "handshake timed out after 10s while the package was starting its second listener"
+	h := live(t, f, 80, 24)
+	if strings.Contains(h.screen(), "second listener") {
+		t.Fatalf("80 columns show the whole error:\n%s", h.screen())
+	}
+	h.send(tea.WindowSizeMsg{Width: 160, Height: 40})
+	s := h.screen()
+	if !strings.Contains(s, "second listener") {
+		t.Fatalf("160 columns do not show the whole error:\n%s", s)
+	}
+	if n := len(strings.Split(s, "\n")); n != 40 {
+		t.Fatalf("at 40 rows the screen has %d lines", n)
+	}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	for _, l := range strings.Split(h.screen(), "\n") {
+		if ansi.StringWidth(l) > 80 {
+			t.Fatalf("back at 80 columns a line is %d wide: %q", ansi.StringWidth(l), l)
 		}
 	}
 }
