@@ -14,7 +14,7 @@ func tuiCommand() *command {
 			"it after a confirmation), the active Waits counting down to their due times, and\n" +
 			"a tail of the event log. It follows the daemon's change feed and shows\n" +
 			"\"disconnected, retrying\" while the daemon does not answer. tab and shift+tab\n" +
-			"switch panes, ? lists every key, q quits. NO_COLOR turns colour off.\n" +
+			"switch panes, ? lists every key, q quits. NO_COLOR (or TERM=dumb) turns colour off.\n" +
 			"With no daemon running it says so and exits 1.",
 		state: true,
 		run: func(r *runner, _ []string) error {

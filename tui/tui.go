@@ -31,7 +31,8 @@ const TailEvents = 100
 
 // Options tune the dashboard; the zero value is the real one.
 type Options struct {
-	// Color draws in colour; Run sets it false when NO_COLOR is set.
+	// Color draws in colour; Run sets it false when NO_COLOR is set or the
+	// terminal is dumb.
 	Color bool
 	// Wait is how long one long poll may wait for a change (default 10 s):
 	// the packages pane, which the feed does not cover, is read again at
@@ -105,10 +106,15 @@ func New(ctx context.Context, api API, opts Options) *Model {
 func Run(ctx context.Context, api API) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	_, noColor := os.LookupEnv("NO_COLOR")
-	m := New(ctx, api, Options{Color: !noColor})
+	m := New(ctx, api, Options{Color: colorWanted(os.Getenv)})
 	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
 	return err
+}
+
+// colorWanted reports whether to draw in colour: not when NO_COLOR is set
+// to a value, nor on a dumb terminal.
+func colorWanted(getenv func(string) string) bool {
+	return getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
 }
 
 // Init implements tea.Model: the first read of the change feed, and the

@@ -483,3 +483,20 @@ func TestResizeRedrawsAtTheNewWidth(t *testing.T) {
 		}
 	}
 }
+
+func TestColorWantedHonoursNoColor(t *testing.T) {
+	for _, tc := range []struct {
+		noColor, term string
+		want          bool
+	}{
+		{"", "xterm-256color", true},
+		{"1", "xterm-256color", false},
+		{"yes", "", false},
+		{"", "dumb", false},
+	} {
+		env := map[string]string{"NO_COLOR": tc.noColor, "TERM": tc.term}
+		if got := colorWanted(func(k string) string { return env[k] }); got != tc.want {
+			t.Errorf("NO_COLOR=%q TERM=%q: colour %v, want %v", tc.noColor, tc.term, got, tc.want)
+		}
+	}
+}
