@@ -21,7 +21,7 @@ type Page interface {
 	// View renders the pane in the common width and height lines.
 	View(height int) string
 	// Modal reports that the pane holds the keys (a question awaits an
-	// answer), so tab, esc and q are its own.
+	// answer), so tab, esc and q are its own; ctrl+c still quits.
 	Modal() bool
 	// Status is a line the pane wants shown above the help bar ("" for
 	// none): a question, or the answer to an action.
@@ -33,11 +33,11 @@ type cursor struct{ at int }
 
 // moveKeys moves the cursor for the up and down keys over rows rows
 // and reports whether the key was one of them.
-func (c *cursor) moveKeys(c2 *common.Common, msg tea.KeyPressMsg, rows int) bool {
+func (c *cursor) moveKeys(cm *common.Common, msg tea.KeyPressMsg, rows int) bool {
 	switch {
-	case key.Matches(msg, c2.Keys.Up):
+	case key.Matches(msg, cm.Keys.Up):
 		c.at = max(0, c.at-1)
-	case key.Matches(msg, c2.Keys.Down):
+	case key.Matches(msg, cm.Keys.Down):
 		c.at = min(max(0, rows-1), c.at+1)
 	default:
 		return false
