@@ -54,6 +54,12 @@ var importRules = []importRule{
 		why:     "the client reaches the daemon only through the management API",
 		forbids: forbidsAny(module+"/host", module+"/pebblekv", module+"/session"),
 	},
+	{
+		name:    "TUINeverReachesTheHost",
+		pkgs:    "./tui/...",
+		why:     "the dashboard is a client of the management API only",
+		forbids: forbidsAny(module+"/host", module+"/pebblekv", module+"/session", "github.com/cockroachdb/pebble"),
+	},
 }
 
 // importGraph maps every package pkgs reach (themselves included) to its

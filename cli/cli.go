@@ -90,6 +90,7 @@ func tree() *command {
 			callCommand(),
 			doctorCommand(),
 			configCommand(),
+			tuiCommand(),
 			demoCommand(),
 			extensionRunCommand(),
 			versionCommand(),

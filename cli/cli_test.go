@@ -25,6 +25,7 @@ var commandFlags = map[string][]string{
 	"":                   nil,
 	"serve":              {"config", "state", "log-level", "log-format", "webhook-addr"},
 	"status":             {"state", "json"},
+	"tui":                {"state"},
 	"extension":          nil,
 	"extension new":      {"json", "dir", "module", "replace"},
 	"extension list":     {"state", "config", "json"},
@@ -213,6 +214,7 @@ func TestClientCommandsWithoutADaemonFailInOneLineNamingServe(t *testing.T) {
 	cfg := writeConfig(t)
 	for _, args := range [][]string{
 		{"status"},
+		{"tui"},
 		{"events", "list"},
 		{"events", "list", "--follow"},
 		{"doctor"},

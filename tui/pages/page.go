@@ -1,0 +1,75 @@
+// Package pages holds one page per pane of the dashboard. Each page keeps
+// its own cursor and view state, takes the shared messages (a Snapshot,
+// new Events) and the keys meant for it, and renders itself into the
+// height it is given; the root model draws the header and the help bar.
+package pages
+
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/open-conduit/open-conduit/tui/common"
+)
+
+// Page is one pane.
+type Page interface {
+	// Title is the pane's name in the header.
+	Title() string
+	// Update takes a message: a key while the pane is shown, or a shared
+	// message (common.Snapshot, common.EventsMsg) at any time.
+	Update(msg tea.Msg) tea.Cmd
+	// View renders the pane in the common width and height lines.
+	View(height int) string
+	// Modal reports that the pane holds the keys (a question awaits an
+	// answer), so tab, esc and q are its own; ctrl+c still quits.
+	Modal() bool
+	// Status is a line the pane wants shown above the help bar ("" for
+	// none): a question, or the answer to an action.
+	Status() string
+}
+
+// cursor is a list's selected row.
+type cursor struct{ at int }
+
+// moveKeys moves the cursor for the up and down keys over rows rows
+// and reports whether the key was one of them.
+func (c *cursor) moveKeys(cm *common.Common, msg tea.KeyPressMsg, rows int) bool {
+	switch {
+	case key.Matches(msg, cm.Keys.Up):
+		c.at = max(0, c.at-1)
+	case key.Matches(msg, cm.Keys.Down):
+		c.at = min(max(0, rows-1), c.at+1)
+	default:
+		return false
+	}
+	return true
+}
+
+// clamp keeps the cursor on a row after the rows changed.
+func (c *cursor) clamp(rows int) {
+	c.at = min(max(0, rows-1), max(0, c.at))
+}
+
+// table renders rows under a header row, windowed around the cursor (-1
+// for no cursor) to fit height lines.
+func table(c *common.Common, cols []common.Column, rows [][]string, cur, height int) []string {
+	widths := common.Widths(cols, c.Width)
+	names := make([]string, len(cols))
+	for i, col := range cols {
+		names[i] = col.Name
+	}
+	lines := []string{c.Styles.Header.Render(common.Row(names, widths, c.Width))}
+	body := height - 1
+	first := common.Window(max(0, cur), len(rows), body)
+	for i := first; i < len(rows) && i < first+body; i++ {
+		line := common.Row(rows[i], widths, c.Width)
+		if i == cur {
+			line = c.Styles.Selected.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// col is a table column.
+func col(name string, width int) common.Column { return common.Column{Name: name, Width: width} }

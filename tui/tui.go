@@ -1,0 +1,304 @@
+// Package tui is open-conduit tui: a live terminal dashboard of the
+// daemon's packages, Work, Waits and Events. It is a client of the
+// management API only. It follows the daemon's change feed (a long poll
+// of GET /v1/changes) rather than polling on a timer, reads the panes'
+// state again when the feed says something changed, and shows a
+// "disconnected, retrying" state while the daemon does not answer.
+package tui
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/tui/common"
+	"github.com/open-conduit/open-conduit/tui/keymap"
+	"github.com/open-conduit/open-conduit/tui/pages"
+	"github.com/open-conduit/open-conduit/tui/styles"
+)
+
+// API is the part of the management API the dashboard reads.
+type API = common.API
+
+// TailEvents is how many of the latest Events the tail starts with.
+const TailEvents = 100
+
+// Options tune the dashboard; the zero value is the real one.
+type Options struct {
+	// Color draws in colour; Run sets it false when NO_COLOR is set or the
+	// terminal is dumb.
+	Color bool
+	// Wait is how long one long poll may wait for a change (default 10 s):
+	// the packages pane, which the feed does not cover, is read again at
+	// least this often.
+	Wait time.Duration
+	// Retry is how long to wait before asking again after the daemon did
+	// not answer (default 1 s).
+	Retry time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Model is the dashboard's root model: the header of panes, the active
+// pane and the help bar.
+type Model struct {
+	c     *common.Common
+	opts  Options
+	pages []pages.Page
+	// active is the shown pane.
+	active int
+	help   help.Model
+	// after and tick are the change feed's cursors; started says the
+	// first answer came (and the tail was placed).
+	after   uint64
+	tick    uint64
+	started bool
+	// disconnected holds the last failure while the daemon does not
+	// answer.
+	disconnected string
+}
+
+type (
+	changesMsg struct {
+		ch  client.Changes
+		err error
+	}
+	snapshotMsg struct {
+		snap common.Snapshot
+		err  error
+	}
+	retryMsg struct{}
+	clockMsg struct{}
+)
+
+// New returns the dashboard over api; ctx ends its requests.
+func New(ctx context.Context, api API, opts Options) *Model {
+	if opts.Wait <= 0 {
+		opts.Wait = 10 * time.Second
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &common.Common{
+		Ctx: ctx, API: api, Width: 80, Height: 24,
+		Styles: styles.New(opts.Color), Keys: keymap.Default(), Now: opts.Now,
+	}
+	h := help.New()
+	h.Styles = c.Styles.Help
+	h.SetWidth(c.Width)
+	return &Model{
+		c: c, opts: opts, help: h,
+		pages: []pages.Page{pages.NewExtensions(c), pages.NewWork(c), pages.NewWaits(c), pages.NewEvents(c)},
+	}
+}
+
+// Run runs the dashboard on the terminal until the operator quits or ctx
+// ends.
+func Run(ctx context.Context, api API) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := New(ctx, api, Options{Color: colorWanted(os.Getenv)})
+	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	return err
+}
+
+// colorWanted reports whether to draw in colour: not when NO_COLOR is set
+// to a value, nor on a dumb terminal.
+func colorWanted(getenv func(string) string) bool {
+	return getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
+}
+
+// Init implements tea.Model: the first read of the change feed, and the
+// clock the countdowns run on.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.poll(), m.clock())
+}
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.c.Width, m.c.Height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case changesMsg:
+		return m, m.changes(msg)
+	case snapshotMsg:
+		if msg.err != nil {
+			m.disconnected = msg.err.Error()
+			return m, nil
+		}
+		return m, m.broadcast(msg.snap)
+	case retryMsg:
+		return m, m.poll()
+	case clockMsg:
+		return m, m.clock()
+	default:
+		// A pane's own answers (a detail read, a cancel) go to every pane;
+		// only the one that asked knows them.
+		return m, m.broadcast(msg)
+	}
+	return m, nil
+}
+
+// key routes a key: a modal pane takes every key; else the dashboard's
+// own keys, then the shown pane's.
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.c.Keys
+	page := m.pages[m.active]
+	if msg.String() == "ctrl+c" {
+		return tea.Quit
+	}
+	if page.Modal() {
+		return page.Update(msg)
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.help.ShowAll = !m.help.ShowAll
+	case key.Matches(msg, k.NextPane):
+		m.active = (m.active + 1) % len(m.pages)
+	case key.Matches(msg, k.PrevPane):
+		m.active = (m.active + len(m.pages) - 1) % len(m.pages)
+	default:
+		return page.Update(msg)
+	}
+	return nil
+}
+
+// changes takes a long poll's answer: on failure, show it and retry; else
+// hand the Events on, read the panes again when something changed, and
+// ask again.
+func (m *Model) changes(msg changesMsg) tea.Cmd {
+	if msg.err != nil {
+		m.disconnected = msg.err.Error()
+		return tea.Tick(m.opts.Retry, func(time.Time) tea.Msg { return retryMsg{} })
+	}
+	m.disconnected = ""
+	ch := msg.ch
+	first := !m.started
+	m.started = true
+	m.tick = ch.Tick
+	if first && ch.Latest > ch.Next+TailEvents {
+		// Start the tail at the latest Events, not the log's beginning.
+		m.after = ch.Latest - TailEvents
+		return tea.Batch(m.snapshot(), m.poll())
+	}
+	var cmds []tea.Cmd
+	if len(ch.Events) > 0 {
+		m.after = ch.Next
+		cmds = append(cmds, m.broadcast(common.EventsMsg{Events: ch.Events}))
+	}
+	// An answer with nothing in it is a poll that waited its time out:
+	// read the panes then too, for the package states the feed does not
+	// cover.
+	if first || ch.Changed || len(ch.Events) == 0 {
+		cmds = append(cmds, m.snapshot())
+	}
+	return tea.Batch(append(cmds, m.poll())...)
+}
+
+func (m *Model) broadcast(msg tea.Msg) tea.Cmd {
+	cmds := make([]tea.Cmd, 0, len(m.pages))
+	for _, p := range m.pages {
+		cmds = append(cmds, p.Update(msg))
+	}
+	return tea.Batch(cmds...)
+}
+
+// poll asks the change feed for what happened after the cursors.
+func (m *Model) poll() tea.Cmd {
+	api, ctx := m.c.API, m.c.Ctx
+	q := client.ChangesQuery{After: m.after, Tick: m.tick, Wait: m.opts.Wait}
+	return func() tea.Msg {
+		ch, err := api.Changes(ctx, q)
+		return changesMsg{ch: ch, err: err}
+	}
+}
+
+// snapshot reads what the Extensions, Work and Waits panes show.
+func (m *Model) snapshot() tea.Cmd {
+	api, ctx := m.c.API, m.c.Ctx
+	return func() tea.Msg {
+		var s common.Snapshot
+		var err error
+		if s.Extensions, err = api.Extensions(ctx); err != nil {
+			return snapshotMsg{err: err}
+		}
+		work, err := api.Works(ctx, client.WorkQuery{Limit: client.MaxWorkPage})
+		if err != nil {
+			return snapshotMsg{err: err}
+		}
+		waits, err := api.Waits(ctx, client.WaitsQuery{Limit: client.MaxWaitsPage})
+		if err != nil {
+			return snapshotMsg{err: err}
+		}
+		s.Work, s.Waits = work.Work, waits.Waits
+		return snapshotMsg{snap: s}
+	}
+}
+
+// clock redraws each second, so ages and countdowns move.
+func (m *Model) clock() tea.Cmd {
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return clockMsg{} })
+}
+
+// View implements tea.Model.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	return v
+}
+
+// Render is the dashboard as text: header, pane, status line and help,
+// every line cut to the terminal's width.
+func (m *Model) Render() string {
+	w, s := m.c.Width, m.c.Styles
+	var tabs []string
+	for i, p := range m.pages {
+		// Brackets mark the shown pane where reverse video cannot (a
+		// capture of the screen's text).
+		if i == m.active {
+			tabs = append(tabs, s.ActiveTab.Render("["+p.Title()+"]"))
+		} else {
+			tabs = append(tabs, s.Tab.Render(" "+p.Title()+" "))
+		}
+	}
+	state := s.Live.Render("live")
+	switch {
+	case m.disconnected != "":
+		state = s.Disconnected.Render("disconnected, retrying")
+	case !m.started:
+		state = "connecting…"
+	}
+	header := strings.Join(tabs, "") + "  " + state
+	footer := m.help.View(m.c.Keys)
+	status := m.pages[m.active].Status()
+	if status == "" && m.disconnected != "" {
+		status = s.Error.Render(m.disconnected)
+	}
+	height := max(1, m.c.Height-2-strings.Count(footer, "\n")-1)
+	body := m.pages[m.active].View(height)
+	lines := strings.Split(body, "\n")
+	for len(lines) < height {
+		lines = append(lines, "")
+	}
+	out := append([]string{header}, lines[:height]...)
+	out = append(out, status)
+	out = append(out, strings.Split(footer, "\n")...)
+	for i, l := range out {
+		out[i] = common.Cut(l, w)
+	}
+	return strings.Join(out, "\n")
+}
