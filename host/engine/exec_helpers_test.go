@@ -463,6 +463,19 @@ func (r *execRig) run() protocol.ExecutorRunParams {
 	return protocol.ExecutorRunParams{}
 }
 
+// inWait waits until the scheduler's executor.wait calls number at least
+// n: only a call in flight sees breakConn (a later one waits as usual).
+func (r *execRig) inWait(n int) {
+	r.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for r.fx.called(protocol.MethodExecutorWait) < n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("waited %s for executor.wait call %d; calls %v", waitFor, n, r.fx.callLog())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // noRun fails if Work id has other than attempts executions after a
 // scheduler pass that began now (a pass commits each attempt it starts).
 func (r *execRig) noRun(id string, attempts int) {

@@ -393,6 +393,7 @@ func TestBrokenConnectionHoldsTheRecoveryBack(t *testing.T) {
 			r := newExecRig(t, execOpts{})
 			w := r.accept("k")
 			p := r.run()
+			r.inWait(1)
 			r.fx.breakConn()
 			r.unobserved(p.Execution)
 			r.pass()
