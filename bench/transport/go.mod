@@ -1,6 +1,6 @@
 module github.com/open-conduit/open-conduit/bench/transport
 
-go 1.26.0
+go 1.26.7
 
 require (
 	github.com/go-json-experiment/json v0.0.0-20260601182631-00ed12fed2a6
