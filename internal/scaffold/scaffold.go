@@ -31,7 +31,7 @@ var templates embed.FS
 
 // GoVersion is the go directive a new package's go.mod starts with: the
 // Go release Open Conduit's own module needs.
-const GoVersion = "1.26"
+const GoVersion = "1.26.7"
 
 // Options say what to write. Validate fills the defaults.
 type Options struct {
