@@ -74,6 +74,10 @@ type Extension struct {
 	Log         string   `json:"log,omitempty"`
 	Tasks       []Task   `json:"tasks,omitempty"`
 	Refused     int64    `json:"refused_calls,omitzero"`
+	// Surfaces summarizes what the package's manifest provides, one
+	// "kind name" entry per surface ("executor shell", "operation
+	// notes.write", "webhooks"), in the manifest's order.
+	Surfaces []string `json:"surfaces,omitempty"`
 }
 
 // Task is one declared task's last run.

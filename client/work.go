@@ -92,6 +92,11 @@ type Work struct {
 	// Hold is a start gate's hold: while Held, the pending Work does not
 	// start until the gate's package settles it.
 	Hold *WorkHold `json:"hold,omitempty"`
+	// Attempt is the number of its latest execution (0 before its first
+	// attempt starts); Executor names that execution's package and
+	// executor as "package/executor".
+	Attempt  int    `json:"attempt,omitzero"`
+	Executor string `json:"executor,omitempty"`
 }
 
 // WorkHold is a start gate's hold on a Work: the package that placed it,
@@ -131,6 +136,9 @@ type WorkQuery struct {
 	After string
 	// Limit bounds the page (the daemon caps it at MaxWorkPage).
 	Limit int
+	// Newest pages newest first (descending ID): After is then the cursor
+	// of Work with a smaller ID.
+	Newest bool
 }
 
 // WorkList is GET /v1/work: one page of Work in ID order.
@@ -372,6 +380,9 @@ func (c *Client) Works(ctx context.Context, q WorkQuery) (WorkList, error) {
 	setNonEmpty(v, "scope", q.Scope)
 	setNonEmpty(v, "state", q.State)
 	setNonEmpty(v, "after", q.After)
+	if q.Newest {
+		v.Set("order", "newest")
+	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}

@@ -131,6 +131,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.SetWidth(msg.Width)
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
+	case tea.MouseWheelMsg:
+		return m, m.wheel(msg)
 	case changesMsg:
 		return m, m.changes(msg)
 	case snapshotMsg:
@@ -173,6 +175,22 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.active = (m.active + len(m.pages) - 1) % len(m.pages)
 	default:
 		return page.Update(msg)
+	}
+	return nil
+}
+
+// wheel scrolls the shown pane as its up and down keys do; a pane that
+// holds the keys (a question, a filter being typed) ignores the wheel.
+func (m *Model) wheel(msg tea.MouseWheelMsg) tea.Cmd {
+	page := m.pages[m.active]
+	if page.Modal() {
+		return nil
+	}
+	switch msg.Mouse().Button {
+	case tea.MouseWheelUp:
+		return page.Update(tea.KeyPressMsg{Code: tea.KeyUp})
+	case tea.MouseWheelDown:
+		return page.Update(tea.KeyPressMsg{Code: tea.KeyDown})
 	}
 	return nil
 }
@@ -258,6 +276,9 @@ func (m *Model) clock() tea.Cmd {
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.Render())
 	v.AltScreen = true
+	// Cell motion reports the wheel; the terminal's own selection then
+	// needs shift held, as in most full-screen programs.
+	v.MouseMode = tea.MouseModeCellMotion
 	return v
 }
 

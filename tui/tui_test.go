@@ -26,6 +26,17 @@ type fakeAPI struct {
 	detail    client.WorkDetail
 	down      bool
 	cancelled []string
+	// logs and wire are each package's stderr log lines and wire tap;
+	// artifacts each Work's; doctor what GET /v1/doctor answers.
+	logs      map[string][]string
+	wire      map[string][]client.WireEntry
+	artifacts map[string][]client.Artifact
+	doctor    client.Doctor
+	// controls, restarts and reloads record the actions asked for
+	// ("W0001 interrupt", "W0001 inject hello", a package's name).
+	controls []string
+	restarts []string
+	reloads  int
 	// feed carries the change feed's answers; Changes waits for one.
 	feed chan client.Changes
 }

@@ -26,6 +26,20 @@ type API interface {
 	Waits(ctx context.Context, q client.WaitsQuery) (client.Waits, error)
 	Changes(ctx context.Context, q client.ChangesQuery) (client.Changes, error)
 	CancelWork(ctx context.Context, id, reason string) (client.Work, error)
+	// ControlWork sends a control (interrupt, inject, stop) to the Work's
+	// running execution; text is the line an inject writes.
+	ControlWork(ctx context.Context, work, control, text string) (client.ControlResult, error)
+	WorkArtifacts(ctx context.Context, work string) (client.Artifacts, error)
+	// Logs reads the last tail lines of a package's stderr log; LogsAfter
+	// reads on from an offset, waiting up to wait for more.
+	Logs(ctx context.Context, extension string, tail int) (client.Log, error)
+	LogsAfter(ctx context.Context, extension string, offset int64, wait time.Duration) (client.Log, error)
+	// Wire reads a package's wire tap: its recent JSON-RPC messages.
+	Wire(ctx context.Context, name string, q client.WireQuery) (client.WirePage, error)
+	Restart(ctx context.Context, extension string, wait time.Duration) (client.RestartResult, error)
+	// ReloadConfig reads the daemon's config file again and applies it.
+	ReloadConfig(ctx context.Context) (client.Applied, error)
+	Doctor(ctx context.Context, opts ...client.DoctorOptions) (client.Doctor, error)
 }
 
 // Common is the state the panes share. The root model owns it; panes read
