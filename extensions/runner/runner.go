@@ -51,6 +51,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
+	"github.com/open-conduit/open-conduit/sdk/proc"
 )
 
 // Name is the package's name, and its executor's.
@@ -167,18 +168,18 @@ func (rec Recovery) check() error {
 // process that started when the job did, in this boot, and has not
 // exited. why says otherwise.
 func (rec Recovery) identify() (running bool, why string, err error) {
-	if rec.BootID != "" && rec.BootID != bootID() {
+	if rec.BootID != "" && rec.BootID != proc.BootID() {
 		return false, "the machine has restarted since the job started", nil
 	}
-	p, err := readProc(rec.PID)
+	p, err := proc.Stat(rec.PID)
 	switch {
-	case errors.Is(err, errNoProcess):
+	case errors.Is(err, proc.ErrNoProcess):
 		return false, fmt.Sprintf("pid %d is gone", rec.PID), nil
 	case err != nil:
 		return false, "", err
-	case p.start != rec.StartTime:
-		return false, fmt.Sprintf("pid %d is another process now (start time %d, the job's %d)", rec.PID, p.start, rec.StartTime), nil
-	case p.dead():
+	case p.StartTicks != rec.StartTime:
+		return false, fmt.Sprintf("pid %d is another process now (start time %d, the job's %d)", rec.PID, p.StartTicks, rec.StartTime), nil
+	case p.Exited():
 		return false, fmt.Sprintf("pid %d has exited", rec.PID), nil
 	}
 	return true, "", nil
@@ -368,7 +369,7 @@ func start(dir string, p sdk.ExecutorRunParams, cfg Config) (*job, error) {
 		}
 	}()
 	rec := Recovery{Dir: dir, Input: filepath.Join(dir, "input"), Output: filepath.Join(dir, "output"),
-		Status: filepath.Join(dir, "status"), StopGraceMS: cfg.grace().Milliseconds(), BootID: bootID()}
+		Status: filepath.Join(dir, "status"), StopGraceMS: cfg.grace().Milliseconds(), BootID: proc.BootID()}
 	if err := syscall.Mkfifo(rec.Input, 0o600); err != nil {
 		return nil, fmt.Errorf("runner: make the job's input fifo: %w", err)
 	}
@@ -398,13 +399,13 @@ func start(dir string, p sdk.ExecutorRunParams, cfg Config) (*job, error) {
 	rec.PID = cmd.Process.Pid
 	// Unreaped until Wait below, so even a job that exits at once still
 	// has its /proc entry here.
-	info, err := readProc(rec.PID)
+	info, err := proc.Stat(rec.PID)
 	if err != nil {
 		_ = syscall.Kill(-rec.PID, syscall.SIGKILL)
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("runner: identify the job's process %d: %w", rec.PID, err)
 	}
-	rec.StartTime = info.start
+	rec.StartTime = info.StartTicks
 	j := &job{rec: rec, done: make(chan struct{}), epoch: p.Epoch}
 	go func() {
 		_ = cmd.Wait()
@@ -618,17 +619,17 @@ func stopGroup(ctx context.Context, rec Recovery) (sdk.ExecutorStopResult, error
 // process now, the group ended before it; otherwise every live member is
 // the job's. why is the evidence when none is left.
 func ownsGroup(rec Recovery) (bool, string, error) {
-	if rec.BootID != "" && rec.BootID != bootID() {
+	if rec.BootID != "" && rec.BootID != proc.BootID() {
 		return false, "the machine has restarted since the job started, so none of its processes runs", nil
 	}
-	p, err := readProc(rec.PID)
+	p, err := proc.Stat(rec.PID)
 	switch {
-	case err != nil && !errors.Is(err, errNoProcess):
+	case err != nil && !errors.Is(err, proc.ErrNoProcess):
 		return false, "", err
-	case err == nil && p.start != rec.StartTime:
-		return false, fmt.Sprintf("pid %d is another process now (start time %d, the job's %d), so the job's group had ended", rec.PID, p.start, rec.StartTime), nil
+	case err == nil && p.StartTicks != rec.StartTime:
+		return false, fmt.Sprintf("pid %d is another process now (start time %d, the job's %d), so the job's group had ended", rec.PID, p.StartTicks, rec.StartTime), nil
 	}
-	left, err := groupMembers(rec.PID)
+	left, err := proc.GroupMembers(rec.PID, 0)
 	if err != nil {
 		return false, "", err
 	}
@@ -643,7 +644,7 @@ func ownsGroup(rec Recovery) (bool, string, error) {
 func waitGroupGone(ctx context.Context, pgid int, d time.Duration) ([]int, error) {
 	deadline := time.Now().Add(d)
 	for {
-		left, err := groupMembers(pgid)
+		left, err := proc.GroupMembers(pgid, 0)
 		if err != nil || len(left) == 0 || !time.Now().Before(deadline) {
 			return left, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
+	"github.com/open-conduit/open-conduit/sdk/proc"
 )
 
 // Signals the executor sends, named so the non-Linux build compiles too.
@@ -155,12 +156,12 @@ func start(host *sdk.Host, dir string, c Config, p sdk.ExecutorRunParams) (*run,
 	}
 	// Our child is not reaped before cmd.Wait, so its /proc entry is there
 	// even if it already ended.
-	info, ok := procStat(cmd.Process.Pid)
-	if !ok {
+	info, err := proc.Stat(cmd.Process.Pid)
+	if err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		rn.abortArtifacts()
-		return fail("reading its start time", fmt.Errorf("/proc/%d/stat is unreadable", cmd.Process.Pid))
+		return fail("reading its start time", fmt.Errorf("/proc/%d/stat: %w", cmd.Process.Pid, err))
 	}
 	rec.PID, rec.StartTicks, rec.Started = cmd.Process.Pid, info.StartTicks, time.Now().UTC()
 	if c.TimeoutSeconds > 0 {
@@ -264,8 +265,16 @@ func environ(p sdk.ExecutorRunParams, inputs string) []string {
 // alive says the execution's wrapper still runs: that pid, with that start
 // time, and not a zombie.
 func (r *run) alive() bool {
-	info, ok := procStat(r.rec.PID)
-	return ok && info.StartTicks == r.rec.StartTicks && info.State != 'Z' && info.State != 'X'
+	info, err := proc.Stat(r.rec.PID)
+	return err == nil && info.StartTicks == r.rec.StartTicks && !info.Exited()
+}
+
+// members lists the live processes of the execution's group that started
+// no earlier than its wrapper. /proc unreadable lists none: the group's
+// signals then go to the wrapper alone, as alive() allows.
+func (r *run) members() []int {
+	m, _ := proc.GroupMembers(r.rec.PID, r.rec.StartTicks)
+	return m
 }
 
 // ended says the wrapper has ended.
@@ -394,14 +403,14 @@ func (r *run) signal(sig syscall.Signal) {
 		_ = syscall.Kill(-r.rec.PID, sig)
 		return
 	}
-	for _, pid := range groupMembers(r.rec.PID, r.rec.StartTicks) {
+	for _, pid := range r.members() {
 		_ = syscall.Kill(pid, sig)
 	}
 }
 
 // gone says no process of the execution's group runs.
 func (r *run) gone() bool {
-	return !r.alive() && len(groupMembers(r.rec.PID, r.rec.StartTicks)) == 0
+	return !r.alive() && len(r.members()) == 0
 }
 
 // terminate ends the execution's process group, SIGTERM then SIGKILL after
@@ -428,7 +437,7 @@ func (r *run) terminate(ctx context.Context, why string) (sdk.ExecutorStopResult
 		if ctx.Err() != nil {
 			return sdk.ExecutorStopResult{}, err
 		}
-		return sdk.ExecutorStopResult{Stopped: false, Evidence: fmt.Sprintf("SIGKILL to %s; /proc still lists %v", group, groupMembers(r.rec.PID, r.rec.StartTicks))}, nil
+		return sdk.ExecutorStopResult{Stopped: false, Evidence: fmt.Sprintf("SIGKILL to %s; /proc still lists %v", group, r.members())}, nil
 	}
 	return sdk.ExecutorStopResult{Stopped: true, Evidence: fmt.Sprintf("SIGTERM to %s, SIGKILL after %s; then /proc listed no process of it", group, StopGrace)}, nil
 }

@@ -62,6 +62,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
+	"github.com/open-conduit/open-conduit/sdk/proc"
 )
 
 // Names the package declares.
@@ -238,7 +239,7 @@ func ref(execution string, epoch uint64) sdk.ExecutionRef {
 // metadata persisted before it answers, so a crash right after still
 // leaves the host what adoption needs.
 func (e *executor) run(ctx context.Context, r *sdk.Request, p sdk.ExecutorRunParams) (sdk.ExecutorRunResult, error) {
-	if !procSupported {
+	if !proc.Supported {
 		return sdk.ExecutorRunResult{}, sdk.Errorf(sdk.ErrUnsupported, "the shell executor needs /proc to know its processes again after a restart, and this system has none")
 	}
 	if !executionID.MatchString(p.Execution) {
@@ -340,8 +341,9 @@ func (e *executor) recover(ctx context.Context, r *sdk.Request, p sdk.ExecutorRe
 		known.setEpoch(p.Epoch)
 		return nil
 	}
-	info, found := procStat(rec.PID)
-	running := found && info.StartTicks == rec.StartTicks && info.State != 'Z' && info.State != 'X'
+	info, err := proc.Stat(rec.PID)
+	found := err == nil
+	running := found && info.StartTicks == rec.StartTicks && !info.Exited()
 	if !running {
 		if _, err := os.Stat(rec.Exit); err != nil {
 			if found && info.StartTicks != rec.StartTicks {

@@ -22,6 +22,7 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/sdk"
 	"github.com/open-conduit/open-conduit/sdk/memhost"
+	"github.com/open-conduit/open-conduit/sdk/proc"
 )
 
 // The test binary serves the package itself when packageEnv is set, so a
@@ -235,7 +236,8 @@ func startRun(t *testing.T, p *pkg, rp sdk.ExecutorRunParams) Recovery {
 // killGroup kills what is left of an execution's group: each process of it
 // that started no earlier than its leader.
 func killGroup(rec Recovery) {
-	for _, pid := range groupMembers(rec.PID, rec.StartTicks) {
+	left, _ := proc.GroupMembers(rec.PID, rec.StartTicks)
+	for _, pid := range left {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
@@ -341,7 +343,7 @@ func TestRefusedRecoveryMetadataStopsTheCommandAndFailsTheRun(t *testing.T) {
 	}
 	_, rec := p.lastRecovery()
 	t.Cleanup(func() { killGroup(rec) })
-	if left := groupMembers(rec.PID, rec.StartTicks); len(left) != 0 {
+	if left := members(t, rec.PID, rec.StartTicks); len(left) != 0 {
 		t.Errorf("processes %v of a refused attempt run on", left)
 	}
 	arts := p.mem.Artifacts()
@@ -509,7 +511,7 @@ func TestStopEndsTheWholeGroupWithEvidence(t *testing.T) {
 			execution := "x_stop_" + strings.Fields(tc.name)[1]
 			rec := startRun(t, p, params(execution, script(tc.script)))
 			liveUntil(t, p, execution, 1, "ready")
-			if n := len(groupMembers(rec.PID, rec.StartTicks)); n < 2 {
+			if n := len(members(t, rec.PID, rec.StartTicks)); n < 2 {
 				t.Fatalf("the group has %d processes, want the wrapper, the shell and sleep", n)
 			}
 			var res sdk.ExecutorStopResult
@@ -519,7 +521,7 @@ func TestStopEndsTheWholeGroupWithEvidence(t *testing.T) {
 			if !res.Stopped || !strings.Contains(res.Evidence, tc.evidence) || !strings.Contains(res.Evidence, "/proc listed no process") {
 				t.Errorf("stop %+v, want stopped with evidence %q", res, tc.evidence)
 			}
-			if left := groupMembers(rec.PID, rec.StartTicks); len(left) != 0 {
+			if left := members(t, rec.PID, rec.StartTicks); len(left) != 0 {
 				t.Errorf("processes %v of the group outlived the stop", left)
 			}
 			if got := waitFor(t, p, execution, 1); got.State != sdk.OutcomeFailed || !strings.HasPrefix(got.Reason, "stopped") {
@@ -541,7 +543,7 @@ func TestTimeoutStopsTheAttemptAndFailsIt(t *testing.T) {
 	if got.State != sdk.OutcomeFailed || !strings.HasPrefix(got.Reason, "timed out after 1 seconds") {
 		t.Errorf("wait %+v, want failed as timed out", got)
 	}
-	if left := groupMembers(rec.PID, rec.StartTicks); len(left) != 0 {
+	if left := members(t, rec.PID, rec.StartTicks); len(left) != 0 {
 		t.Errorf("processes %v outlived the timeout", left)
 	}
 }
@@ -558,7 +560,7 @@ func TestARestartedPackageReadoptsTheRunningCommand(t *testing.T) {
 	liveUntil(t, first, "x_adopt", 1, "before")
 	_, persisted := first.lastRecovery()
 	first.crash()
-	if info, ok := procStat(rec.PID); !ok || info.StartTicks != rec.StartTicks {
+	if info, err := proc.Stat(rec.PID); err != nil || info.StartTicks != rec.StartTicks {
 		t.Fatal("the command died with its package")
 	}
 
@@ -629,7 +631,7 @@ func TestRecoverAdoptsOnlyWhatItCanProve(t *testing.T) {
 	if err := second.call(protocol.MethodExecutorWait, ref("x_other", 2), nil); !errors.Is(err, sdk.ErrNotFound) {
 		t.Errorf("a refused adoption is waited on: %v", err)
 	}
-	if info, ok := procStat(running.PID); !ok || info.StartTicks != running.StartTicks {
+	if info, err := proc.Stat(running.PID); err != nil || info.StartTicks != running.StartTicks {
 		t.Error("a refused adoption disturbed the process whose pid it named")
 	}
 
@@ -669,4 +671,15 @@ func TestPruneRemovesOnlyLongEndedRuns(t *testing.T) {
 			t.Errorf("%s kept %v, want %v", name, err == nil, want)
 		}
 	}
+}
+
+// members lists the live processes of the group pgid started at or after
+// since; a /proc that cannot be listed fails the test.
+func members(t *testing.T, pgid int, since uint64) []int {
+	t.Helper()
+	m, err := proc.GroupMembers(pgid, since)
+	if err != nil {
+		t.Fatalf("listing process group %d: %v", pgid, err)
+	}
+	return m
 }
