@@ -401,15 +401,7 @@ func (r *execRig) until(what string, cond func(rd *pebblekv.Reader) (bool, error
 
 func (r *execRig) work(id string) pebblekv.Work {
 	r.t.Helper()
-	var w pebblekv.Work
-	var found bool
-	if err := r.db.View(func(rd *pebblekv.Reader) (err error) {
-		w, found, err = rd.Work(id)
-		return err
-	}); err != nil || !found {
-		r.t.Fatalf("Work %s: found %v, %v", id, found, err)
-	}
-	return w
+	return readWork(r.t, r.db, id)
 }
 
 // workIn waits until Work id is in state.

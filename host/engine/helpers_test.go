@@ -284,13 +284,20 @@ func (r *rig) routed(ev pebblekv.Event) (pebblekv.RouteDecision, pebblekv.Work) 
 
 func (r *rig) work(id string) pebblekv.Work {
 	r.t.Helper()
+	return readWork(r.t, r.db, id)
+}
+
+// readWork reads Work id from the store; a Work that is not there fails
+// the test.
+func readWork(t *testing.T, db *pebblekv.DB, id string) pebblekv.Work {
+	t.Helper()
 	var w pebblekv.Work
 	var found bool
-	if err := r.db.View(func(rd *pebblekv.Reader) (err error) {
+	if err := db.View(func(rd *pebblekv.Reader) (err error) {
 		w, found, err = rd.Work(id)
 		return err
 	}); err != nil || !found {
-		r.t.Fatalf("Work %q: found %v, %v", id, found, err)
+		t.Fatalf("Work %q: found %v, %v", id, found, err)
 	}
 	return w
 }
