@@ -1,7 +1,8 @@
 // Command transportbench runs the seed's transport comparison on this
 // machine, in one run: the same workload over Open Conduit's own transport
-// (the real session, jsonrpc and sdk packages), hashicorp/go-plugin over
-// gRPC, and a raw pipe ping-pong (the physical limit, and with
+// (the real session, jsonrpc and sdk packages), go.lsp.dev/jsonrpc2 alone
+// (the library ours is built on, without our layers), hashicorp/go-plugin
+// over gRPC, and a raw pipe ping-pong (the physical limit, and with
 // encoding/json the encoding floor). Every figure is the median of several
 // rounds, the transports interleaved within each round, so a noisy
 // neighbour slows them alike. It writes docs/benchmarks.json and the
@@ -69,9 +70,10 @@ func main() {
 	bins, err := build(work)
 	check(err)
 
-	results := map[string]figures{"ours": {}, "goplugin": {}, "pipe": {}}
+	results := map[string]figures{"ours": {}, "library": {}, "goplugin": {}, "pipe": {}}
 	runners := []runner{
 		&oursRunner{bins: bins, work: work, cfg: cfg},
+		&libraryRunner{bins: bins, work: work, cfg: cfg},
 		&pluginRunner{bins: bins, work: work, cfg: cfg},
 		&pipeRunner{bins: bins, work: work, cfg: cfg},
 	}
@@ -118,8 +120,8 @@ type runner interface {
 
 // binaries are the built extensions and their sizes.
 type binaries struct {
-	ours, plugin, pipe string
-	sizes              map[string]int64
+	ours, library, plugin, pipe string
+	sizes                       map[string]int64
 }
 
 // build builds each extension binary, default and stripped.
@@ -132,6 +134,7 @@ func build(dir string) (binaries, error) {
 	}
 	for _, t := range []target{
 		{"./cmd/ours-ext", "bench-extension", &b.ours, "ours"},
+		{"./cmd/library-ext", "library-ext", &b.library, "library"},
 		{"./cmd/goplugin-ext", "goplugin-ext", &b.plugin, "goplugin"},
 		{"./cmd/pipe-echo", "pipe-echo", &b.pipe, "pipe"},
 	} {

@@ -34,7 +34,8 @@ type machine struct {
 	Load string `json:"load,omitempty"`
 }
 
-// target is one of issue 3's targets, judged on this run's medians.
+// target is one of the transport's targets (issue 3's, and issue 13's
+// against the library alone), judged on this run's medians.
 type target struct {
 	Name  string  `json:"name"`
 	Want  string  `json:"want"`
@@ -59,7 +60,7 @@ func newReport(cfg config, results map[string]figures, elapsed time.Duration) *r
 			r.Transports[t][k] = median(v)
 		}
 	}
-	o, g, p := r.Transports["ours"], r.Transports["goplugin"], r.Transports["pipe"]
+	o, l, g, p := r.Transports["ours"], r.Transports["library"], r.Transports["goplugin"], r.Transports["pipe"]
 	ratio := func(a, b float64) float64 {
 		if b == 0 {
 			return 0
@@ -71,6 +72,8 @@ func newReport(cfg config, results map[string]figures, elapsed time.Duration) *r
 	}
 	v := ratio(o["echo_p50_us"], p["json_echo_p50_us"])
 	add("echo p50 vs the pipe + encoding/json floor", "≤ 1.5×", v, "×", v > 0 && v <= 1.5)
+	v = ratio(o["echo_p50_us"], l["echo_p50_us"])
+	add("echo p50: ours over go.lsp.dev/jsonrpc2 alone", "≤ 1.2×", v, "×", v > 0 && v <= 1.2)
 	v = ratio(g["echo_p50_us"], o["echo_p50_us"])
 	add("echo p50: go-plugin's over ours", "≥ 5×", v, "×", v >= 5)
 	v = ratio(o["callback_p50_us"], o["echo_p50_us"])
@@ -81,6 +84,8 @@ func newReport(cfg config, results map[string]figures, elapsed time.Duration) *r
 	add("16 MiB in 256 KiB chunks vs go-plugin", "≥ 1×", v, "×", v >= 1)
 	v = ratio(o["concurrent_calls_per_s"], g["concurrent_calls_per_s"])
 	add("concurrent calls/s vs go-plugin", "≥ 4×", v, "×", v >= 4)
+	v = ratio(o["concurrent_calls_per_s"], l["concurrent_calls_per_s"])
+	add("concurrent calls/s vs go.lsp.dev/jsonrpc2 alone", "≥ 0.8×", v, "×", v >= 0.8)
 	add("cold start", "≤ 5 ms", o["cold_start_ms"], "ms", o["cold_start_ms"] <= 5)
 	v = ratio(o["cold_start_ms"], g["cold_start_ms"])
 	add("cold start vs go-plugin", "≤ 0.5×", v, "×", v <= 0.5)
@@ -128,9 +133,11 @@ func (r *report) markdown(notes []byte) []byte {
 	}
 	fmt.Fprintf(&b, "- Go: %s\n- Rounds: %d (each figure is the median; transports interleaved in each round); the run took %.0f s\n\n",
 		m.Go, r.Rounds, r.Seconds)
-	b.WriteString("## Transport: ours, go-plugin and the pipe, side by side\n\n")
-	b.WriteString("| figure | ours | go-plugin (gRPC) | raw pipe | ours better by |\n| --- | ---: | ---: | ---: | ---: |\n")
-	o, g, p := r.Transports["ours"], r.Transports["goplugin"], r.Transports["pipe"]
+	b.WriteString("## Transport: ours, the library alone, go-plugin and the pipe, side by side\n\n")
+	b.WriteString("The two ratio columns read the same way: above 1× ours is ahead, below 1× behind.\n\n")
+	b.WriteString("| figure | ours | go.lsp.dev/jsonrpc2 alone | go-plugin (gRPC) | raw pipe | ours vs the library | ours vs go-plugin |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	o, l, g, p := r.Transports["ours"], r.Transports["library"], r.Transports["goplugin"], r.Transports["pipe"]
 	for _, row := range rows {
 		cell := func(t map[string]float64) string {
 			v, ok := t[row.key]
@@ -142,17 +149,20 @@ func (r *report) markdown(notes []byte) []byte {
 			}
 			return fmt.Sprintf("%s %s", num(v), row.unit)
 		}
-		rat := "—"
-		if ov, gv := o[row.key], g[row.key]; ov > 0 && gv > 0 {
-			if row.higherBetter {
-				rat = fmt.Sprintf("%.2f×", ov/gv)
-			} else {
-				rat = fmt.Sprintf("%.2f×", gv/ov)
+		// better is how many times ours is ahead of t on this row.
+		better := func(t map[string]float64) string {
+			ov, tv := o[row.key], t[row.key]
+			if ov <= 0 || tv <= 0 {
+				return "—"
 			}
+			if row.higherBetter {
+				return fmt.Sprintf("%.2f×", ov/tv)
+			}
+			return fmt.Sprintf("%.2f×", tv/ov)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.label, cell(o), cell(g), cell(p), rat)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", row.label, cell(o), cell(l), cell(g), cell(p), better(l), better(g))
 	}
-	b.WriteString("\n## Targets (issue 3), judged on this run\n\n| target | wanted | this run | met |\n| --- | --- | ---: | --- |\n")
+	b.WriteString("\n## Targets (issues 3 and 13), judged on this run\n\n| target | wanted | this run | met |\n| --- | --- | ---: | --- |\n")
 	for _, t := range r.Targets {
 		met := "no"
 		if t.Met {
