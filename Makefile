@@ -25,9 +25,9 @@ test: lint bench-smoke
 drills:
 	$(GO) test -race -count=1 -timeout 60m -v -run 'Drill' ./drills/ -args -drills.full
 
-# bench runs the transport comparison (ours, go-plugin, the raw pipe) and
-# the engine, toolbelt and store benchmarks in one run, and rewrites
-# docs/benchmarks.md and docs/benchmarks.json from it.
+# bench runs the transport comparison (ours, go.lsp.dev/jsonrpc2 alone,
+# go-plugin, the raw pipe) and the engine, toolbelt and store benchmarks in
+# one run, and rewrites docs/benchmarks.md and docs/benchmarks.json from it.
 bench:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonrpc/ ./session/ $(STORE_BENCH) | tee bin/gobench.txt
