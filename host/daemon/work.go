@@ -24,9 +24,9 @@ const routePoll = 250 * time.Millisecond
 
 // Works reads one page of Work in ID order (descending when q.Newest), at
 // most q.Limit and, past the first, at most protocol.MaxPageBytes of them,
-// each with its latest attempt and executor (one bounded seek per Work). A scope filter naming no
-// configured scope that holds no Work is protocol.ErrNotFound, so a typo
-// is not an empty list.
+// each with its latest attempt and executor (one bounded seek per Work).
+// A scope filter naming no configured scope that holds no Work is
+// protocol.ErrNotFound, so a typo is not an empty list.
 func (d *Daemon) Works(_ context.Context, q client.WorkQuery) (client.WorkList, error) {
 	res := client.WorkList{Work: []client.Work{}}
 	var (
