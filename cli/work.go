@@ -28,16 +28,17 @@ func workListCommand() *command {
 	return &command{
 		name:  "list",
 		short: "list Work in ID order, one page after a cursor",
-		long: "List one page of Work from the running daemon, in ID order: its scope, kind,\n" +
-			"state, title (the display its source gave, else its ref, else its kind), age and\n" +
-			"how many Events were routed to it. When more Work follows the page, the command\n" +
-			"that reads on is printed.",
+		long: "List one page of Work from the running daemon, in ID order (oldest first, or\n" +
+			"newest first with --newest): its scope, kind, state, title (the display its\n" +
+			"source gave, else its ref, else its kind), age and how many Events were routed\n" +
+			"to it. When more Work follows the page, the command that reads on is printed.",
 		state: true, json: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&q.Scope, "scope", "", "only this scope's Work")
 			// --state names the state directory, as on every command.
 			fs.StringVar(&q.State, "status", "", "only Work in this state (pending, running, waiting, completed, failed, cancelled)")
-			fs.StringVar(&q.After, "after", "", "list Work after this ID (a page's cursor)")
+			fs.StringVar(&q.After, "after", "", "list Work after this ID (a page's cursor; with --newest, Work older than it)")
+			fs.BoolVar(&q.Newest, "newest", false, "list newest first (descending ID)")
 			fs.IntVar(&q.Limit, "limit", 100, fmt.Sprintf("at most this many Work a page (1-%d)", client.MaxWorkPage))
 		},
 		run: func(r *runner, _ []string) error {

@@ -169,3 +169,51 @@ func BenchmarkScopeEvents100k(b *testing.B) { benchScopeEvents(b, 100_000) }
 
 // BenchmarkScopeEvents1M reads scope pages from a 1,000,000-Event log.
 func BenchmarkScopeEvents1M(b *testing.B) { benchScopeEvents(b, 1_000_000) }
+
+// BenchmarkWorksPage reads a full page of Work (MaxWorks, newest first)
+// from a store of 1,000 Work with three attempts each, alone and with
+// each Work's latest execution (LatestExecutions), the page GET /v1/work
+// answers.
+func BenchmarkWorksPage(b *testing.B) {
+	db := openDB(b, nil)
+	update(b, db, func(tx *Tx) error {
+		for i := range MaxWorks {
+			w := Work{ID: fmt.Sprintf("w_%04d", i), Scope: "s1", Kind: "manual", State: WorkCompleted}
+			if err := tx.PutWork(w); err != nil {
+				return err
+			}
+			for a := 1; a <= 3; a++ {
+				x := Execution{ID: fmt.Sprintf("x_%04d_%d", i, a), Work: w.ID, Scope: "s1", Attempt: a, Package: "runner",
+					Executor: "runner.job", Epoch: 1, State: ExecSettled, Outcome: protocol.OutcomeFailed}
+				if err := tx.PutExecution(x); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	for _, latest := range []bool{false, true} {
+		b.Run(fmt.Sprintf("latest_executions=%v", latest), func(b *testing.B) {
+			for b.Loop() {
+				view(b, db, func(r *Reader) error {
+					ws, _, err := r.Works(WorkQuery{Newest: true})
+					if err != nil || len(ws) != MaxWorks {
+						b.Fatalf("a page of %d Work: %v", len(ws), err)
+					}
+					if !latest {
+						return nil
+					}
+					ids := make([]string, len(ws))
+					for i, w := range ws {
+						ids[i] = w.ID
+					}
+					xs, err := r.LatestExecutions(ids)
+					if err != nil || xs[0].Attempt != 3 {
+						b.Fatalf("latest of %s: attempt %d: %v", ids[0], xs[0].Attempt, err)
+					}
+					return nil
+				})
+			}
+		})
+	}
+}

@@ -284,3 +284,49 @@ func (r *Reader) ExecutionByTokenHash(hash string) (x Execution, found bool, err
 	x, err = r.mustExecution(string(id), "running execution")
 	return x, err == nil, err
 }
+
+// LatestExecutions reads the latest execution of each of works (its
+// highest attempt; an attempt written twice, the greater execution ID),
+// in works' order; a Work with none has the zero Execution (Attempt 0).
+// Each costs one bounded reverse seek over that Work's execution index
+// and one point read, however many attempts it had, so a page of Work
+// can show its latest attempts cheaply.
+func (r *Reader) LatestExecutions(works []string) ([]Execution, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	out := make([]Execution, len(works))
+	if len(works) == 0 {
+		return out, nil
+	}
+	it, err := r.src.NewIter(nil)
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: iterate: %w", err)
+	}
+	ids := make([]string, len(works))
+	for i, w := range works {
+		prefix := execByWorkPrefix(w)
+		it.SetBounds(prefix, prefixEnd(prefix))
+		if !it.Last() {
+			continue
+		}
+		k := it.Key()
+		if len(k) < len(prefix)+8 {
+			_ = it.Close()
+			return nil, fmt.Errorf("pebblekv: execution index key %x is malformed", k)
+		}
+		ids[i] = string(k[len(prefix)+8:])
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("pebblekv: iterate: %w", err)
+	}
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		if out[i], err = r.mustExecution(id, "Work's execution"); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

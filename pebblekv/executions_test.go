@@ -2,6 +2,7 @@ package pebblekv
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -195,6 +196,48 @@ func TestExecutionsOfListsByAttempt(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLatestExecutionsIsEachWorksHighestAttempt(t *testing.T) {
+	db := openDB(t, nil)
+	putExecutions(t, db,
+		running("x_3", "w1", 3, "t3"), settled(running("x_10", "w1", 10, "t10"), protocol.OutcomeFailed), running("x_1", "w1", 1, "t1"),
+		running("x_other", "w1x", 1, "to"), running("x_w", "w", 1, "tw"))
+	latestOf := func(r *Reader, works ...string) []string {
+		t.Helper()
+		xs, err := r.LatestExecutions(works)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, x := range xs {
+			got = append(got, fmt.Sprintf("%s#%d %s/%s", x.ID, x.Attempt, x.Package, x.Executor))
+		}
+		return got
+	}
+	view(t, db, func(r *Reader) error {
+		// A Work without executions, "" and a repeat keep their places;
+		// w1x shares w1's bytes as a prefix and is not w1's.
+		got := latestOf(r, "w1", "w-unknown", "w1x", "", "w", "w1")
+		want := []string{"x_10#10 runner/runner.job", "#0 /", "x_other#1 runner/runner.job", "#0 /", "x_w#1 runner/runner.job", "x_10#10 runner/runner.job"}
+		if !slices.Equal(got, want) {
+			t.Errorf("LatestExecutions = %q, want %q", got, want)
+		}
+		if got := latestOf(r); len(got) != 0 {
+			t.Errorf("LatestExecutions of no Work = %q", got)
+		}
+		return nil
+	})
+	update(t, db, func(tx *Tx) error {
+		// An Update sees the attempt it writes.
+		if err := tx.PutExecution(running("x_11", "w1", 11, "t11")); err != nil {
+			return err
+		}
+		if got := latestOf(tx.Reader, "w1"); !slices.Equal(got, []string{"x_11#11 runner/runner.job"}) {
+			t.Errorf("LatestExecutions in the Update that wrote attempt 11 = %q", got)
+		}
+		return nil
+	})
 }
 
 func TestRunningExecutionsOldestStartFirst(t *testing.T) {

@@ -414,6 +414,13 @@ func TestWorksPageByCountBytesAndFilter(t *testing.T) {
 		{"by scope and state", WorkQuery{Scope: "s1", State: WorkPending}, []string{"w_01", "w_02", "w_04", "w_05"}, []int{4}},
 		{"everything", WorkQuery{Limit: 5}, all, []int{5, 4, 3}},
 		{"newest first", WorkQuery{Scope: "s1", Limit: 4, Newest: true}, []string{"w_05", "w_04", "w_03", "w_02", "w_01", "w_00"}, []int{4, 2}},
+		{"newest first by bytes", WorkQuery{Scope: "s2", Newest: true}, []string{"w_11", "w_10", "w_09", "w_08", "w_07", "w_06"}, []int{3, 3}},
+		{"newest first by state across scopes", WorkQuery{State: WorkCancelled, Limit: 3, Newest: true}, []string{"w_09", "w_06", "w_03", "w_00"}, []int{3, 1}},
+		{"newest first by scope and state", WorkQuery{Scope: "s1", State: WorkPending, Newest: true}, []string{"w_05", "w_04", "w_02", "w_01"}, []int{4}},
+		{"newest first after a cursor", WorkQuery{Scope: "s1", After: "w_03", Newest: true}, []string{"w_02", "w_01", "w_00"}, []int{3}},
+		{"newest first after a cursor no Work has", WorkQuery{Scope: "s1", After: "w_03x", Newest: true}, []string{"w_03", "w_02", "w_01", "w_00"}, []int{4}},
+		{"newest first after the oldest", WorkQuery{After: "w_00", Newest: true}, nil, []int{0}},
+		{"oldest first after the newest", WorkQuery{After: "w_11"}, nil, []int{0}},
 		{"a state no Work is in", WorkQuery{State: WorkFailed}, nil, []int{0}},
 		{"a scope with no Work", WorkQuery{Scope: "s"}, nil, []int{0}},
 	} {

@@ -15,7 +15,8 @@ import (
 // WorkDaemon is the part of the facade that serves Work, routing, timers
 // and the changes a dashboard follows.
 type WorkDaemon interface {
-	// Works reads one page of Work (q.Limit within 1..client.MaxWorkPage).
+	// Works reads one page of Work (q.Limit within 1..client.MaxWorkPage),
+	// newest first when q.Newest.
 	Works(ctx context.Context, q client.WorkQuery) (client.WorkList, error)
 	// Work reads one Work with its latest inputs; unknown is
 	// protocol.ErrNotFound.
@@ -93,6 +94,15 @@ func (a adapter) works(w http.ResponseWriter, r *http.Request) {
 	q := client.WorkQuery{Scope: qs.Get("scope"), State: qs.Get("state"), After: qs.Get("after"), Limit: p.limit(client.MaxWorkPage)}
 	if p.err == nil && q.State != "" && !slices.Contains(client.WorkStates, q.State) {
 		p.err = protocol.Errorf(protocol.ErrInvalid, "state must be one of %s, not %q", strings.Join(client.WorkStates, ", "), q.State)
+	}
+	switch order := qs.Get("order"); order {
+	case "", "oldest":
+	case "newest":
+		q.Newest = true
+	default:
+		if p.err == nil {
+			p.err = protocol.Errorf(protocol.ErrInvalid, "order must be oldest (the default) or newest, not %q", order)
+		}
 	}
 	if p.err != nil {
 		writeError(w, p.err)

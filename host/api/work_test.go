@@ -100,6 +100,11 @@ func TestWorkRoutesPassTheirRequestToTheDaemon(t *testing.T) {
 				return r.works == client.WorkQuery{Scope: "alpha", State: "pending", After: "w_0", Limit: 5}
 			}, `"next":"w_1"`},
 		{"GET", "/v1/work", "", func() bool { return r.works == client.WorkQuery{Limit: client.MaxWorkPage} }, `"work":[`},
+		{"GET", "/v1/work?order=newest&state=failed&after=w_5", "",
+			func() bool {
+				return r.works == client.WorkQuery{State: "failed", After: "w_5", Limit: client.MaxWorkPage, Newest: true}
+			}, `"work":[`},
+		{"GET", "/v1/work?order=oldest", "", func() bool { return r.works == client.WorkQuery{Limit: client.MaxWorkPage} }, `"work":[`},
 		{"GET", "/v1/work/w_9", "", func() bool { return r.id == "w_9" }, `"work":{`},
 		{"GET", "/v1/work/w_9/inputs?after=64&limit=10", "",
 			func() bool { return r.id == "w_9" && r.inputs == client.WorkInputsQuery{After: 64, Limit: 10} }, `"next":65`},
@@ -154,6 +159,8 @@ func TestWorkRoutesRefuseBadInputBeforeTheDaemon(t *testing.T) {
 		{"GET", "/v1/work?limit=0", "", "limit must be between 1 and 1000"},
 		{"GET", "/v1/work?limit=5000", "", "limit must be between 1 and 1000"},
 		{"GET", "/v1/work?limit=x", "", "limit must be between"},
+		{"GET", "/v1/work?order=desc", "", `order must be oldest (the default) or newest, not "desc"`},
+		{"GET", "/v1/work?order=Newest", "", "order must be oldest (the default) or newest"},
 		{"GET", "/v1/work/w_1/inputs?after=x", "", "after must be a non-negative integer"},
 		{"GET", "/v1/work/w_1/inputs?after=-1", "", "after must be a non-negative integer"},
 		{"GET", "/v1/work/w_1/inputs?limit=0", "", "limit must be between 1 and 1000"},

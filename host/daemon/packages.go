@@ -222,7 +222,7 @@ func (d *Daemon) view(x *extension) client.Extension {
 	v := client.Extension{
 		Name: m.Name, Version: m.Version, Title: m.Title, Source: string(snap.pkg.Source),
 		HostRun: snap.pkg.HostRun, Replaces: snap.pkg.Replaces, Dir: snap.pkg.Dir,
-		Permissions: m.Permissions, Log: d.dirs.ExtensionLog(m.Name),
+		Permissions: m.Permissions, Log: d.dirs.ExtensionLog(m.Name), Surfaces: m.Provides.Summary(),
 	}
 	switch {
 	case snap.session != nil:

@@ -22,18 +22,28 @@ const maxCancelReason = 1 << 10
 // signal came: a decision that creates no Work (unmatched) wakes nothing.
 const routePoll = 250 * time.Millisecond
 
-// Works reads one page of Work in ID order, at most q.Limit and, past the
-// first, at most protocol.MaxPageBytes of them. A scope filter naming no
-// configured scope that holds no Work is protocol.ErrNotFound, so a typo
-// is not an empty list.
+// Works reads one page of Work in ID order (descending when q.Newest), at
+// most q.Limit and, past the first, at most protocol.MaxPageBytes of them,
+// each with its latest attempt and executor (one bounded seek per Work).
+// A scope filter naming no configured scope that holds no Work is
+// protocol.ErrNotFound, so a typo is not an empty list.
 func (d *Daemon) Works(_ context.Context, q client.WorkQuery) (client.WorkList, error) {
 	res := client.WorkList{Work: []client.Work{}}
 	var (
-		ws   []pebblekv.Work
-		more bool
+		ws     []pebblekv.Work
+		latest []pebblekv.Execution
+		more   bool
 	)
 	err := d.db.View(func(r *pebblekv.Reader) (err error) {
-		ws, more, err = r.Works(pebblekv.WorkQuery{Scope: q.Scope, State: q.State, After: q.After, Limit: q.Limit})
+		ws, more, err = r.Works(pebblekv.WorkQuery{Scope: q.Scope, State: q.State, After: q.After, Limit: q.Limit, Newest: q.Newest})
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(ws))
+		for i, w := range ws {
+			ids[i] = w.ID
+		}
+		latest, err = r.LatestExecutions(ids)
 		return err
 	})
 	if err != nil {
@@ -42,8 +52,8 @@ func (d *Daemon) Works(_ context.Context, q client.WorkQuery) (client.WorkList, 
 	if len(ws) == 0 && q.Scope != "" && q.After == "" && !d.scopeConfigured(q.Scope) {
 		return client.WorkList{}, errUnknownScope(q.Scope)
 	}
-	for _, w := range ws {
-		res.Work = append(res.Work, workView(w))
+	for i, w := range ws {
+		res.Work = append(res.Work, workView(w, latest[i]))
 	}
 	if more && len(ws) > 0 {
 		res.Next = ws[len(ws)-1].ID
@@ -62,7 +72,6 @@ func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 		if err != nil || !found {
 			return err
 		}
-		res.Work = workView(w)
 		if res.Inputs, res.Omitted, err = workInputs(r, w); err != nil {
 			return err
 		}
@@ -70,6 +79,11 @@ func (d *Daemon) Work(_ context.Context, id string) (client.WorkDetail, error) {
 		if err != nil {
 			return err
 		}
+		var latest pebblekv.Execution
+		if len(xs) > 0 {
+			latest = xs[len(xs)-1]
+		}
+		res.Work = workView(w, latest)
 		res.Executions = make([]client.Execution, 0, len(xs))
 		for _, x := range xs {
 			res.Executions = append(res.Executions, executionView(x))
@@ -149,7 +163,14 @@ func (d *Daemon) CancelWork(ctx context.Context, id, reason string) (client.Work
 	if err != nil {
 		return client.Work{}, err
 	}
-	return workView(w), nil
+	var latest []pebblekv.Execution
+	if err := d.db.View(func(r *pebblekv.Reader) (err error) {
+		latest, err = r.LatestExecutions([]string{w.ID})
+		return err
+	}); err != nil {
+		return client.Work{}, fmt.Errorf("Work %s is cancelled, but reading its attempts failed: %w", w.ID, err)
+	}
+	return workView(w, latest[0]), nil
 }
 
 // Emit accepts an operator's Event into a configured scope; the engine

@@ -9,12 +9,18 @@ import (
 
 // The store's and the engine's records as the management API shows them.
 
-func workView(w pebblekv.Work) client.Work {
-	return client.Work{
+// workView is w with latest, its latest execution (the zero Execution
+// before its first attempt).
+func workView(w pebblekv.Work, latest pebblekv.Execution) client.Work {
+	v := client.Work{
 		ID: w.ID, Scope: w.Scope, Kind: w.Kind, Keys: w.Keys, State: w.State, Display: displayView(w.Display),
 		Binding: w.Binding, Context: w.Context, Grants: w.Grants, Created: w.Created, Updated: w.Updated,
 		Inputs: w.Inputs, InputCount: w.InputCount, Trigger: w.Trigger, Reason: w.Reason, Hold: holdView(w.Hold),
 	}
+	if latest.Attempt > 0 {
+		v.Attempt, v.Executor = latest.Attempt, latest.Package+"/"+latest.Executor
+	}
+	return v
 }
 
 func holdView(h *protocol.WorkHold) *client.WorkHold {
