@@ -36,11 +36,12 @@ func tuiCommand() *command {
 		name:  "tui",
 		short: "a live terminal dashboard of packages, Work, Waits and Events",
 		long: "Show a live dashboard of the daemon in the terminal: its packages\n" +
-			"(Extensions), its Work (enter for one Work's attempts, Wait and inputs; c cancels\n" +
-			"it after a confirmation), the active Waits counting down to their due times, and\n" +
-			"a tail of the event log. It follows the daemon's change feed and shows\n" +
-			"\"disconnected, retrying\" while the daemon does not answer. tab and shift+tab\n" +
-			"switch panes, ? lists every key, q quits. NO_COLOR (or TERM=dumb) turns colour off.\n" +
+			"(Extensions), its Work (enter for one Work's attempts, Wait and inputs; c\n" +
+			"cancels it after a confirmation), the active Waits counting down to their due\n" +
+			"times, and a tail of the event log. It follows the daemon's change feed and\n" +
+			"shows \"disconnected, retrying\" while the daemon does not answer. tab and\n" +
+			"shift+tab switch panes, ? lists every key, q quits. NO_COLOR (or TERM=dumb)\n" +
+			"turns colour off.\n" +
 			"\n" +
 			"By default it watches the daemon already serving --state; with none running it\n" +
 			"says so and exits 1. With --embedded it starts the daemon in this process\n" +
