@@ -4,7 +4,7 @@ BIN := bin/open-conduit
 BENCHTIME ?= 2s
 STORE_BENCH := ./pebblekv/ ./host/service/ ./host/engine/ ./host/toolbelt/
 
-.PHONY: build test lint bench bench-smoke drills
+.PHONY: build test lint bench bench-smoke drills tui-check
 
 # Release binaries are static: with cgo, the net package links libc
 # dynamically, which costs every extension start about a millisecond.
@@ -18,6 +18,13 @@ lint:
 
 test: lint bench-smoke
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# tui-check runs 'open-conduit tui --embedded' under tmux at 80x24 and
+# 160x48, visits every pane, checks each screen and that q leaves nothing
+# running, and writes the screens to bin/tui-check/WxH/<pane>.txt. It needs
+# tmux (without it, it says so and passes); make test does not run it.
+tui-check:
+	scripts/tui-check.sh
 
 # drills runs every fault and bad-input drill at full length (the kill -9
 # loop 200 times, …) and prints the figures each drill reports; make test

@@ -25,7 +25,7 @@ var commandFlags = map[string][]string{
 	"":                   nil,
 	"serve":              {"config", "state", "log-level", "log-format", "webhook-addr"},
 	"status":             {"state", "json"},
-	"tui":                {"state"},
+	"tui":                {"state", "config", "embedded", "webhook-addr"},
 	"extension":          nil,
 	"extension new":      {"json", "dir", "module", "replace"},
 	"extension list":     {"state", "config", "json"},

@@ -8,6 +8,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -103,11 +104,20 @@ func New(ctx context.Context, api API, opts Options) *Model {
 
 // Run runs the dashboard on the terminal until the operator quits or ctx
 // ends.
-func Run(ctx context.Context, api API) error {
+func Run(ctx context.Context, api API) error { return run(ctx, api) }
+
+// RunWith is Run reading keys from in and drawing to out instead of the
+// terminal, for a caller that has none (a test driving the whole
+// command). With no terminal to ask, the size is 80×24.
+func RunWith(ctx context.Context, api API, in io.Reader, out io.Writer) error {
+	return run(ctx, api, tea.WithInput(in), tea.WithOutput(out), tea.WithWindowSize(80, 24))
+}
+
+func run(ctx context.Context, api API, opts ...tea.ProgramOption) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := New(ctx, api, Options{Color: colorWanted(os.Getenv)})
-	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	_, err := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx)}, opts...)...).Run()
 	return err
 }
 
