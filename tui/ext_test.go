@@ -553,7 +553,7 @@ func TestApplyReportsUnchangedAndNotApplied(t *testing.T) {
 		}}, false, "config not applied: 2 problem(s), first /scopes/0/entries/0/config: colour is not a field of hello"},
 		{"refused", client.Applied{Refused: []client.Refusal{{Extension: "hello", Code: "invalid_config", Message: "no colour"}}}, false,
 			"config not applied: refused by hello (invalid_config): no colour"},
-		{"error", client.Applied{}, true, "apply the config file: no daemon answers"},
+		{"error", client.Applied{}, true, "apply: no daemon answers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()

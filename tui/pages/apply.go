@@ -89,7 +89,7 @@ func (a *Apply) outcome(msg appliedMsg) string {
 	s, r := a.c.Styles, msg.res
 	switch {
 	case msg.err != nil:
-		return s.Error.Render("apply the config file: " + msg.err.Error())
+		return s.Error.Render("apply: " + msg.err.Error())
 	case r.Unchanged:
 		gen := ""
 		if r.Generation > 0 {

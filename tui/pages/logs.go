@@ -296,7 +296,7 @@ func (p *Logs) View(height int) string {
 	if !p.follow {
 		where = fmt.Sprintf("scrolled up, %d line(s) below: end follows again", len(shown)-end)
 	}
-	head := fmt.Sprintf("log of %s  %s  (%s; ←/→ package)", p.name, common.Dash(p.path), where)
+	head := fmt.Sprintf("log of %s (%s; ←/→ package)  %s", p.name, where, p.path)
 	lines := []string{p.c.Styles.Header.Render(common.Fit(head, w))}
 	switch {
 	case !p.started:
