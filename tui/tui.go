@@ -55,6 +55,9 @@ type Model struct {
 	// active is the shown pane.
 	active int
 	help   help.Model
+	// apply is the "apply the config file again" action, asked from any
+	// pane.
+	apply *pages.Apply
 	// after and tick are the change feed's cursors; started says the
 	// first answer came (and the tail was placed).
 	after   uint64
@@ -97,8 +100,9 @@ func New(ctx context.Context, api API, opts Options) *Model {
 	h.Styles = c.Styles.Help
 	h.SetWidth(c.Width)
 	return &Model{
-		c: c, opts: opts, help: h,
-		pages: []pages.Page{pages.NewExtensions(c), pages.NewWork(c), pages.NewWaits(c), pages.NewEvents(c)},
+		c: c, opts: opts, help: h, apply: pages.NewApply(c),
+		pages: []pages.Page{pages.NewExtensions(c), pages.NewWork(c), pages.NewWaits(c), pages.NewEvents(c),
+			pages.NewLogs(c, opts.Wait, opts.Retry), pages.NewWire(c, opts.Wait, opts.Retry)},
 	}
 }
 
@@ -155,10 +159,19 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.poll()
 	case clockMsg:
 		return m, m.clock()
+	case common.SwitchMsg:
+		for i, p := range m.pages {
+			if p.Title() == msg.Pane {
+				m.active = i
+			}
+		}
+		return m, m.broadcast(msg)
+	case common.RefreshMsg:
+		return m, m.snapshot()
 	default:
 		// A pane's own answers (a detail read, a cancel) go to every pane;
 		// only the one that asked knows them.
-		return m, m.broadcast(msg)
+		return m, tea.Batch(m.apply.Update(msg), m.broadcast(msg))
 	}
 	return m, nil
 }
@@ -171,10 +184,16 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	if msg.String() == "ctrl+c" {
 		return tea.Quit
 	}
+	if m.apply.Modal() {
+		return m.apply.Update(msg)
+	}
 	if page.Modal() {
 		return page.Update(msg)
 	}
+	m.apply.Dismiss()
 	switch {
+	case key.Matches(msg, k.Apply):
+		m.apply.Ask()
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Help):
@@ -193,7 +212,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 // holds the keys (a question, a filter being typed) ignores the wheel.
 func (m *Model) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	page := m.pages[m.active]
-	if page.Modal() {
+	if page.Modal() || m.apply.Modal() {
 		return nil
 	}
 	switch msg.Mouse().Button {
@@ -315,7 +334,10 @@ func (m *Model) Render() string {
 	}
 	header := strings.Join(tabs, "") + "  " + state
 	footer := m.help.View(m.c.Keys)
-	status := m.pages[m.active].Status()
+	status := m.apply.Status()
+	if status == "" {
+		status = m.pages[m.active].Status()
+	}
 	if status == "" && m.disconnected != "" {
 		status = s.Error.Render(m.disconnected)
 	}

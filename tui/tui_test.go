@@ -261,8 +261,12 @@ func TestTabSwitchesPanes(t *testing.T) {
 		{"tab", "[Work]", "deploy the website", "handshake_failed"},
 		{"tab", "[Waits]", "approval of PR 7", "deploy the website"},
 		{"tab", "[Events]", "no Events yet", "approval of PR 7"},
-		{"tab", "[Extensions]", "handshake_failed", "no Events yet"},
-		{"shift+tab", "[Events]", "no Events yet", "handshake_failed"},
+		{"tab", "[Logs]", "no package chosen", "no Events yet"},
+		{"tab", "[Wire]", "w on the Extensions pane", "l on the Extensions pane"},
+		{"tab", "[Extensions]", "handshake_failed", "no package chosen"},
+		{"shift+tab", "[Wire]", "w on the Extensions pane", "handshake_failed"},
+		{"shift+tab", "[Logs]", "l on the Extensions pane", "w on the Extensions pane"},
+		{"shift+tab", "[Events]", "no Events yet", "no package chosen"},
 		{"shift+tab", "[Waits]", "approval of PR 7", "no Events yet"},
 	} {
 		h.key(step.key)
@@ -303,7 +307,9 @@ func TestPanesShowTheirColumns(t *testing.T) {
 func TestEventsPaneTailsTheFeed(t *testing.T) {
 	f := newFake()
 	h := live(t, f, 80, 24)
-	h.key("shift+tab")
+	h.key("tab")
+	h.key("tab")
+	h.key("tab")
 	h.waitShows("no Events yet")
 	f.feed <- client.Changes{Tick: 2, Changed: true, Next: 7, Latest: 7, Events: []protocol.Event{
 		{Sequence: 7, Scope: "ops", Source: "webhook", Type: "github.push", Works: []string{"W0001"}},
@@ -474,7 +480,7 @@ func TestNoColorRendersNoColour(t *testing.T) {
 
 func TestResizeRedrawsAtTheNewWidth(t *testing.T) {
 	f := newFake()
-	f.exts[1].LastError = "handshake timed out after 10s while the package was starting its second listener"
+	f.exts[1].LastError = "handshake timed out after 10s while starting its second listener"
 	h := live(t, f, 80, 24)
 	if strings.Contains(h.screen(), "second listener") {
 		t.Fatalf("80 columns show the whole error:\n%s", h.screen())

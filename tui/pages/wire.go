@@ -1,0 +1,323 @@
+package pages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/tui/common"
+)
+
+// MaxWireRows bounds the Wire pane's rows (entries and gaps); the
+// daemon's tap itself holds the last 256 entries of a package.
+const MaxWireRows = 1000
+
+// Wire is the Wire pane: the live list of one package's JSON-RPC lines as
+// the daemon's wire tap recorded them, and one line's whole message. It
+// long-polls the tap, one read at a time; entries the tap dropped before
+// they were read show as a gap row.
+type Wire struct {
+	c           *common.Common
+	wait, retry time.Duration
+	names       []string
+	// name is the package followed; gen counts the choices, so the answer
+	// to a read for an earlier one is dropped.
+	name string
+	gen  int
+	// rows are the entries read, in order, with the gaps between them;
+	// after is the cursor of the next read.
+	rows     []wireRow
+	after    uint64
+	started  bool
+	inFlight bool
+	stop     context.CancelFunc
+	cur      cursor
+	follow   bool
+	filter   common.Filter
+	// open is the entry shown whole (nil for the list); scroll is how far
+	// down it is read.
+	open   *client.WireEntry
+	scroll scroller
+	failed string
+}
+
+// wireRow is an entry, or (entry nil) a gap of dropped entries.
+type wireRow struct {
+	entry   *client.WireEntry
+	dropped uint64
+}
+
+type (
+	// wireMsg is the answer to one read of a wire tap.
+	wireMsg struct {
+		gen  int
+		page client.WirePage
+		err  error
+	}
+	// wireRetryMsg asks again after a failed read.
+	wireRetryMsg struct{ gen int }
+)
+
+// NewWire returns the Wire pane; a read waits up to wait for a new entry,
+// and a failed read is tried again after retry.
+func NewWire(c *common.Common, wait, retry time.Duration) *Wire {
+	return &Wire{c: c, wait: wait, retry: retry, follow: true}
+}
+
+// Title implements Page.
+func (p *Wire) Title() string { return "Wire" }
+
+// Modal implements Page.
+func (p *Wire) Modal() bool { return p.filter.Typing() }
+
+// Status implements Page.
+func (p *Wire) Status() string {
+	if p.failed != "" && !p.filter.Typing() {
+		return p.c.Styles.Error.Render(p.failed)
+	}
+	if p.open != nil {
+		return ""
+	}
+	return p.filter.Status()
+}
+
+// Update implements Page.
+func (p *Wire) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case common.Snapshot:
+		p.names = p.names[:0]
+		for _, e := range msg.Extensions.Extensions {
+			p.names = append(p.names, e.Name)
+		}
+	case common.SwitchMsg:
+		if msg.Pane == p.Title() && msg.Package != "" {
+			return p.choose(msg.Package)
+		}
+	case wireMsg:
+		return p.answered(msg)
+	case wireRetryMsg:
+		if msg.gen == p.gen && !p.inFlight {
+			return p.read()
+		}
+	case tea.KeyPressMsg:
+		return p.key(msg)
+	}
+	return nil
+}
+
+func (p *Wire) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := p.c.Keys
+	if p.open != nil {
+		if key.Matches(msg, k.Back) {
+			p.open = nil
+		} else {
+			p.scroll.key(p.c, msg)
+		}
+		return nil
+	}
+	if p.filter.Key(k, msg) {
+		p.follow = true
+		p.cur.at = len(p.shown()) - 1
+		return nil
+	}
+	shown := p.shown()
+	switch {
+	case key.Matches(msg, nextPackageKey):
+		return p.choose(cycle(p.names, p.name, 1))
+	case key.Matches(msg, prevPackageKey):
+		return p.choose(cycle(p.names, p.name, -1))
+	case key.Matches(msg, k.Enter):
+		if p.cur.at < len(shown) && shown[p.cur.at].entry != nil {
+			p.open, p.scroll = shown[p.cur.at].entry, scroller{}
+		}
+	case p.cur.moveKeys(p.c, msg, len(shown)):
+		p.follow = p.cur.at >= len(shown)-1
+	}
+	return nil
+}
+
+// choose follows package name's tap from the oldest entry it holds.
+func (p *Wire) choose(name string) tea.Cmd {
+	if name == "" || name == p.name {
+		return nil
+	}
+	p.gen++
+	p.name, p.rows, p.after, p.started, p.failed = name, nil, 0, false, ""
+	p.open, p.follow, p.cur = nil, true, cursor{}
+	if p.inFlight {
+		p.stop()
+		return nil
+	}
+	return p.read()
+}
+
+func (p *Wire) read() tea.Cmd {
+	api, gen, name := p.c.API, p.gen, p.name
+	q := client.WireQuery{After: p.after}
+	if p.started {
+		// Catching up answers at once; only a read at the end waits.
+		q.Wait = p.wait
+	}
+	ctx, stop := context.WithCancel(p.c.Ctx)
+	p.inFlight, p.stop = true, stop
+	return func() tea.Msg {
+		defer stop()
+		page, err := api.Wire(ctx, name, q)
+		return wireMsg{gen: gen, page: page, err: err}
+	}
+}
+
+// answered takes a read's answer, as the Logs pane does: an answer for
+// an earlier choice is dropped, a failure tried again after the delay.
+func (p *Wire) answered(msg wireMsg) tea.Cmd {
+	p.inFlight = false
+	if msg.gen != p.gen {
+		return p.read()
+	}
+	if msg.err != nil {
+		if p.c.Ctx.Err() != nil {
+			return nil
+		}
+		p.failed = fmt.Sprintf("reading the wire tap of %s: %v; trying again in %s", p.name, msg.err, p.retry)
+		gen := p.gen
+		return tea.Tick(p.retry, func(time.Time) tea.Msg { return wireRetryMsg{gen: gen} })
+	}
+	p.failed = ""
+	pg := msg.page
+	if p.started && pg.Oldest > p.after+1 {
+		p.addRow(wireRow{dropped: pg.Oldest - p.after - 1})
+		// Counted once: the next read starts past the gap.
+		p.after = pg.Oldest - 1
+	}
+	for i := range pg.Entries {
+		e := pg.Entries[i]
+		p.addRow(wireRow{entry: &e})
+	}
+	p.started = true
+	if pg.Next > p.after {
+		p.after = pg.Next
+	}
+	if p.follow {
+		p.cur.at = len(p.shown()) - 1
+	}
+	return p.read()
+}
+
+// addRow keeps a row, dropping the oldest beyond MaxWireRows.
+func (p *Wire) addRow(r wireRow) {
+	p.rows = append(p.rows, r)
+	if over := len(p.rows) - MaxWireRows; over > 0 {
+		p.rows = append([]wireRow(nil), p.rows[over:]...)
+		if !p.follow {
+			p.cur.at = max(0, p.cur.at-over)
+		}
+	}
+}
+
+// shown is the rows the filter (on the method) lets through; gaps always
+// show, so a filtered list still says something was missed.
+func (p *Wire) shown() []wireRow {
+	if p.filter.Query() == "" {
+		return p.rows
+	}
+	var out []wireRow
+	for _, r := range p.rows {
+		if r.entry == nil || p.filter.Match(r.entry.Method) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// arrow draws a line's direction as seen from the host.
+func arrow(direction string) string {
+	switch direction {
+	case client.WireToExtension:
+		return "→ext"
+	case client.WireFromExtension:
+		return "←ext"
+	}
+	return direction
+}
+
+// latency renders an answer's time since its request.
+func latency(micros int64) string {
+	switch {
+	case micros <= 0:
+		return "-"
+	case micros < 1000:
+		return strconv.FormatInt(micros, 10) + "µs"
+	case micros < 1_000_000:
+		return strconv.FormatFloat(float64(micros)/1000, 'f', 1, 64) + "ms"
+	}
+	return strconv.FormatFloat(float64(micros)/1e6, 'f', 2, 64) + "s"
+}
+
+var wireColumns = []common.Column{
+	col("TIME", 12), col("DIR", 4), col("KIND", 12), col("ID", 6), col("SIZE", 6), col("LATENCY", 8), col("METHOD", 0),
+}
+
+// View implements Page.
+func (p *Wire) View(height int) string {
+	w := p.c.Width
+	if p.name == "" {
+		return common.Fit("no package chosen: w on the Extensions pane shows its wire tap here; ←/→ choose one", w)
+	}
+	if p.open != nil {
+		return p.viewEntry(height)
+	}
+	head := p.c.Styles.Header.Render(common.Fit("wire tap of "+p.name+"  (enter shows a line whole; ←/→ package)", w))
+	shown := p.shown()
+	switch {
+	case !p.started:
+		return head + "\n" + "reading…"
+	case len(p.rows) == 0:
+		return head + "\n" + "no JSON-RPC line yet; new ones show as they pass"
+	case len(shown) == 0:
+		return head + "\n" + "no line's method matches the filter " + strconv.Quote(p.filter.Query())
+	}
+	rows := make([][]string, len(shown))
+	for i, r := range shown {
+		if r.entry == nil {
+			rows[i] = []string{"⋯", "", "gap", "", "", "", fmt.Sprintf("%d line(s) dropped", r.dropped)}
+			continue
+		}
+		e := r.entry
+		rows[i] = []string{e.Time.Local().Format("15:04:05.000"), arrow(e.Direction), e.Kind, common.Dash(e.ID),
+			strconv.Itoa(e.Size), latency(e.LatencyMicros), common.Dash(e.Method)}
+	}
+	return head + "\n" + strings.Join(table(p.c, wireColumns, rows, p.cur.at, max(1, height-1)), "\n")
+}
+
+// viewEntry renders one line whole: its message indented when it is
+// JSON, with a note when the tap cut it or hid a secret in it.
+func (p *Wire) viewEntry(height int) string {
+	w, e := p.c.Width, p.open
+	head := p.c.Styles.Header.Render(common.Fit(fmt.Sprintf("%s %s %s id %s, %d bytes, %s  (esc back, ↑/↓ scroll)",
+		arrow(e.Direction), e.Kind, common.Dash(e.Method), common.Dash(e.ID), e.Size, e.Time.Local().Format("15:04:05.000")), w))
+	var lines []string
+	if e.Cut {
+		lines = append(lines, wrap("", p.c.Styles.Notice.Render(fmt.Sprintf("cut: the tap kept only the first %d of %d bytes", len(e.Message), e.Size)), w)...)
+	}
+	if e.Redacted {
+		lines = append(lines, wrap("", p.c.Styles.Notice.Render("redacted: a secret's value was replaced"), w)...)
+	}
+	text := e.Message
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(e.Message), "", "  ") == nil {
+		text = buf.String()
+	}
+	for _, l := range strings.Split(text, "\n") {
+		lines = append(lines, wrap("", clean(l), w)...)
+	}
+	body := p.scroll.window(lines, max(1, height-1))
+	return strings.Join(append([]string{head}, body...), "\n")
+}
