@@ -76,11 +76,11 @@ func (p *Events) cursorSeq() uint64 {
 // keeps the cursor on the Event it was on, or on the newest when
 // following.
 func (p *Events) refresh(was uint64) {
-	fields := make([][]string, len(p.events))
-	for i, e := range p.events {
-		fields[i] = []string{strconv.FormatUint(e.Sequence, 10), e.Scope, e.Source, e.Type, strings.Join(e.Works, " ")}
-	}
-	p.rows.set(fields, &p.filter)
+	events := p.events
+	p.rows.set(len(events), func(i int) []string {
+		e := events[i]
+		return []string{strconv.FormatUint(e.Sequence, 10), e.Scope, e.Source, e.Type, strings.Join(e.Works, " ")}
+	}, &p.filter)
 	if p.follow {
 		p.cur.at = max(0, p.rows.len()-1)
 		return

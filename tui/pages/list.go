@@ -9,10 +9,14 @@ import (
 // filtered is a list's rows as its filter narrows them: the indexes of
 // the rows that match, worked out once per change of rows or filter, not
 // per key or per frame, so a list of 20,000 rows stays cheap to move
-// through.
+// through. With no filter nothing is matched: every row is shown.
 type filtered struct {
+	// n is how many rows there are; fields gives a row's fields.
+	n      int
+	fields func(i int) []string
 	// hay is each row's fields, lower-cased and joined, so matching a
-	// row is a few substring searches.
+	// row is a few substring searches; made when a filter first needs
+	// it after the rows changed.
 	hay []string
 	// shown are the indexes of the matching rows, in order; query is the
 	// filter they were worked out for.
@@ -20,13 +24,10 @@ type filtered struct {
 	query string
 }
 
-// set takes the rows' fields (one slice of fields per row) and works the
-// matches out again.
-func (f *filtered) set(fields [][]string, filter *common.Filter) {
-	f.hay = f.hay[:0]
-	for _, fs := range fields {
-		f.hay = append(f.hay, strings.ToLower(strings.Join(fs, "\x00")))
-	}
+// set takes n rows whose fields fields gives, and works the matches out
+// again.
+func (f *filtered) set(n int, fields func(i int) []string, filter *common.Filter) {
+	f.n, f.fields, f.hay = n, fields, f.hay[:0]
 	f.refilter(filter, true)
 }
 
@@ -37,21 +38,72 @@ func (f *filtered) refilter(filter *common.Filter, all bool) {
 	if !all && q == f.query {
 		return
 	}
-	shown := make([]int, 0, len(f.hay))
-	if !all && f.query != "" && strings.HasPrefix(q, f.query) {
+	narrow := !all && f.query != "" && strings.HasPrefix(q, f.query)
+	f.query = q
+	if strings.TrimSpace(q) == "" {
+		f.shown = f.shown[:0]
+		for i := range f.n {
+			f.shown = append(f.shown, i)
+		}
+		return
+	}
+	if len(f.hay) != f.n {
+		f.hay = f.hay[:0]
+		for i := range f.n {
+			f.hay = append(f.hay, lowerJoin(f.fields(i)))
+		}
+	}
+	// The filter's words, lowered once: as common.Filter.Match, a row
+	// matches when each word is in one of its fields.
+	words := strings.Fields(strings.ToLower(q))
+	match := func(h string) bool {
+		for _, w := range words {
+			if !strings.Contains(h, w) {
+				return false
+			}
+		}
+		return true
+	}
+	shown := make([]int, 0, len(f.shown))
+	if narrow {
 		for _, i := range f.shown {
-			if filter.Match(f.hay[i]) {
+			if match(f.hay[i]) {
 				shown = append(shown, i)
 			}
 		}
 	} else {
 		for i, h := range f.hay {
-			if filter.Match(h) {
+			if match(h) {
 				shown = append(shown, i)
 			}
 		}
 	}
-	f.shown, f.query = shown, q
+	f.shown = shown
+}
+
+// lowerJoin is the fields lower-cased and joined by NULs (no word of a
+// filter spans two fields), in one allocation for ASCII text.
+func lowerJoin(fields []string) string {
+	n := len(fields)
+	for _, f := range fields {
+		n += len(f)
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
+		for i := 0; i < len(f); i++ {
+			c := f[i]
+			if c >= 0x80 {
+				// Not ASCII: let strings lower the rest properly.
+				return strings.ToLower(strings.Join(fields, "\x00"))
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+		}
+		b = append(b, 0)
+	}
+	return string(b)
 }
 
 // len is how many rows match.

@@ -37,11 +37,11 @@ func (p *Waits) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case common.Snapshot:
 		p.waits = msg.Waits
-		fields := make([][]string, len(p.waits))
-		for i, w := range p.waits {
-			fields[i] = []string{w.Description, w.Owner, w.Work, w.Scope, w.Progress, w.State}
-		}
-		p.rows.set(fields, &p.filter)
+		waits := p.waits
+		p.rows.set(len(waits), func(i int) []string {
+			w := waits[i]
+			return []string{w.Description, w.Owner, w.Work, w.Scope, w.Progress, w.State}
+		}, &p.filter)
 		p.cur.clamp(p.rows.len())
 	case tea.KeyPressMsg:
 		if p.filter.Key(p.c.Keys, msg) {

@@ -139,11 +139,8 @@ func (p *Work) take(s common.Snapshot) {
 		slices.SortFunc(p.work, newest)
 	}
 	p.pages, p.more = s.WorkPages, s.WorkMore
-	fields := make([][]string, len(p.work))
-	for i, w := range p.work {
-		fields[i] = workFields(w)
-	}
-	p.rows.set(fields, &p.filter)
+	work := p.work
+	p.rows.set(len(work), func(i int) []string { return workFields(work[i]) }, &p.filter)
 	if was != "" {
 		for i, at := range p.rows.shown {
 			if p.work[at].ID == was {
