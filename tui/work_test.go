@@ -76,10 +76,10 @@ func TestControlsAskAndOnlyYesSends(t *testing.T) {
 		name, key, question, answer, shows string
 		want                               []string
 	}{
-		{"interrupt yes", "i", "interrupt Work W0001? y to interrupt it", "y", "sent interrupt to Work W0001", []string{"W0001 interrupt"}},
+		{"interrupt yes", "i", "interrupt Work W0001? y to interrupt it, n to keep it", "y", "sent interrupt to Work W0001", []string{"W0001 interrupt"}},
 		{"interrupt no", "i", "interrupt Work W0001? y to interrupt it", "n", "kept Work W0001 running", nil},
-		{"stop yes", "s", "stop Work W0001? its attempt fails", "y", "stopped Work W0001", []string{"W0001 stop"}},
-		{"stop esc", "s", "stop Work W0001? its attempt fails", "esc", "kept Work W0001 running", nil},
+		{"stop yes", "s", "stop Work W0001? y fails its attempt, n keeps it", "y", "stopped Work W0001", []string{"W0001 stop"}},
+		{"stop esc", "s", "stop Work W0001? y fails its attempt", "esc", "kept Work W0001 running", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
@@ -168,7 +168,7 @@ func TestControlsOfWorkNotRunningAreNotAsked(t *testing.T) {
 		h.waitShows("review pull request 7") // W0002, waiting, under the cursor
 		h.key(k)
 		verb := map[string]string{"i": "interrupt", "s": "stop", ">": "inject"}[k]
-		s := h.waitShows("Work W0002 is waiting; " + verb + " needs a running attempt")
+		s := h.waitShows(verb + " needs a running attempt; Work W0002 is waiting")
 		if strings.Contains(s, "y to") || strings.Contains(s, "enter sends") {
 			t.Fatalf("%s on waiting Work asked:\n%s", k, s)
 		}
@@ -182,11 +182,11 @@ func TestControlsOfWorkNotRunningAreNotAsked(t *testing.T) {
 func TestRefusedControlShowsTheDaemonsAnswer(t *testing.T) {
 	f := newFake()
 	api := refusingAPI{fakeAPI: f, err: &client.Error{Code: "unsupported", Message: "executor sh (package shell) does not declare interrupt"}}
-	h := onWork(t, api, f, 120, 24)
+	h := onWork(t, api, f, 80, 24)
 	h.key("i")
 	h.waitShows("interrupt Work W0001?")
 	h.key("y")
-	s := h.waitShows("interrupt Work W0001 refused (unsupported): executor sh (package shell) does not declare interrupt")
+	s := h.waitShows("interrupt refused: executor sh (package shell) does not declare interrupt")
 	if strings.Contains(s, "sent interrupt") {
 		t.Fatalf("a refused interrupt says it was sent:\n%s", s)
 	}

@@ -249,7 +249,7 @@ func (p *Work) offer(verb string) {
 		// The daemon would refuse it as a conflict; say so without asking.
 		p.status = "Work " + w.ID + " is " + w.State + "; only open Work can be cancelled"
 	case verb != "cancel" && w.State != client.WorkRunning:
-		p.status = "Work " + w.ID + " is " + w.State + "; " + verb + " needs a running attempt"
+		p.status = verb + " needs a running attempt; Work " + w.ID + " is " + w.State
 	case verb == client.ControlInject:
 		p.prompt, p.status = &action{verb: verb, id: w.ID}, ""
 	default:

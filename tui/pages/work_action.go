@@ -14,11 +14,11 @@ func (a action) question() string {
 	case "cancel":
 		return "cancel Work " + a.id + "? y to cancel it, n to keep it"
 	case client.ControlStop:
-		return "stop Work " + a.id + "? its attempt fails; y to stop it, n to keep it running"
+		return "stop Work " + a.id + "? y fails its attempt, n keeps it"
 	case client.ControlInject:
 		return "inject " + strconv.Quote(a.text) + " into Work " + a.id + "? y to send it, n to drop it"
 	}
-	return a.verb + " Work " + a.id + "? y to " + a.verb + " it, n to keep it running"
+	return a.verb + " Work " + a.id + "? y to " + a.verb + " it, n to keep it"
 }
 
 // kept is what the status line says when the answer was no.
@@ -34,16 +34,13 @@ func (a action) kept() string {
 
 // answer is the daemon's answer to a control, for the status line. A
 // refusal (the executor did not declare the control, the attempt ended
-// meanwhile) carries the daemon's words and its code.
+// meanwhile) is the daemon's words, which name the executor or the state,
+// short enough for 80 columns.
 func (a action) answer(c *common.Common, err error) string {
 	var refused *client.Error
 	switch {
 	case errors.As(err, &refused):
-		code := ""
-		if refused.Code != "" {
-			code = " (" + refused.Code + ")"
-		}
-		return c.Styles.Error.Render(a.verb + " Work " + a.id + " refused" + code + ": " + refused.Message)
+		return c.Styles.Error.Render(a.verb + " refused: " + refused.Message)
 	case err != nil:
 		return c.Styles.Error.Render(a.verb + " Work " + a.id + ": " + err.Error())
 	case a.verb == client.ControlStop:
