@@ -33,11 +33,12 @@ drills:
 	$(GO) test -race -count=1 -timeout 60m -v -run 'Drill' ./drills/ -args -drills.full
 
 # bench runs the transport comparison (ours, go.lsp.dev/jsonrpc2 alone,
-# go-plugin, the raw pipe) and the engine, toolbelt and store benchmarks in
-# one run, and rewrites docs/benchmarks.md and docs/benchmarks.json from it.
+# go-plugin, the raw pipe) and the engine, toolbelt, store and dashboard
+# benchmarks in one run, and rewrites docs/benchmarks.md and
+# docs/benchmarks.json from it.
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonrpc/ ./session/ $(STORE_BENCH) | tee bin/gobench.txt
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./jsonrpc/ ./session/ $(STORE_BENCH) ./tui/ | tee bin/gobench.txt
 	cd bench/transport && $(GO) run ./cmd/transportbench \
 		-json ../../docs/benchmarks.json -md ../../docs/benchmarks.md \
 		-gobench ../../bin/gobench.txt -notes ../../docs/benchmarks-notes.md
@@ -47,6 +48,6 @@ bench:
 # they cannot rot; it judges no number.
 bench-smoke:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchtime 1x -short ./jsonrpc/ ./session/ $(STORE_BENCH) > bin/bench-smoke.txt
+	$(GO) test -run '^$$' -bench . -benchtime 1x -short ./jsonrpc/ ./session/ $(STORE_BENCH) ./tui/ > bin/bench-smoke.txt
 	cd bench/transport && $(GO) vet ./... && $(GO) test -count=1 ./cmd/transportbench/ && \
 		$(GO) run ./cmd/transportbench -short -md ../../bin/bench-smoke.md -gobench ../../bin/bench-smoke.txt

@@ -66,6 +66,13 @@ type Model struct {
 	// disconnected holds the last failure while the daemon does not
 	// answer.
 	disconnected string
+	// reading says a snapshot read is in flight; dirty that something
+	// changed since it began, so one more read follows it. A burst of
+	// changes costs at most two reads, never a pile of them.
+	reading, dirty bool
+	// workPages is how many pages of Work a read goes deep: the Work
+	// pane asks for more as its cursor reaches the oldest it holds.
+	workPages int
 }
 
 type (
@@ -100,7 +107,7 @@ func New(ctx context.Context, api API, opts Options) *Model {
 	h.Styles = c.Styles.Help
 	h.SetWidth(c.Width)
 	return &Model{
-		c: c, opts: opts, help: h, apply: pages.NewApply(c),
+		c: c, opts: opts, help: h, apply: pages.NewApply(c), workPages: 1,
 		pages: []pages.Page{pages.NewExtensions(c), pages.NewWork(c), pages.NewWaits(c), pages.NewEvents(c),
 			pages.NewLogs(c, opts.Wait, opts.Retry), pages.NewWire(c, opts.Wait, opts.Retry)},
 	}
@@ -150,11 +157,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case changesMsg:
 		return m, m.changes(msg)
 	case snapshotMsg:
-		if msg.err != nil {
-			m.disconnected = msg.err.Error()
-			return m, nil
+		return m, m.snapshotDone(msg)
+	case common.MoreWorkMsg:
+		if pages := min(msg.Pages, common.MaxWorkPages); pages > m.workPages {
+			m.workPages = pages
+			return m, m.snapshot()
 		}
-		return m, m.broadcast(msg.snap)
 	case retryMsg:
 		return m, m.poll()
 	case clockMsg:
@@ -274,26 +282,65 @@ func (m *Model) poll() tea.Cmd {
 	}
 }
 
-// snapshot reads what the Extensions, Work and Waits panes show.
+// snapshot reads what the Extensions, Work and Waits panes show, unless
+// a read is in flight: then the one in flight is followed by one more.
 func (m *Model) snapshot() tea.Cmd {
-	api, ctx := m.c.API, m.c.Ctx
-	return func() tea.Msg {
-		var s common.Snapshot
-		var err error
-		if s.Extensions, err = api.Extensions(ctx); err != nil {
-			return snapshotMsg{err: err}
-		}
-		work, err := api.Works(ctx, client.WorkQuery{Limit: client.MaxWorkPage})
-		if err != nil {
-			return snapshotMsg{err: err}
-		}
-		waits, err := api.Waits(ctx, client.WaitsQuery{Limit: client.MaxWaitsPage})
-		if err != nil {
-			return snapshotMsg{err: err}
-		}
-		s.Work, s.Waits = work.Work, waits.Waits
-		return snapshotMsg{snap: s}
+	if m.reading {
+		m.dirty = true
+		return nil
 	}
+	m.reading, m.dirty = true, false
+	api, ctx, pages := m.c.API, m.c.Ctx, m.workPages
+	return func() tea.Msg {
+		s, err := readSnapshot(ctx, api, pages)
+		return snapshotMsg{snap: s, err: err}
+	}
+}
+
+// snapshotDone takes a read's answer to the panes, and starts the read
+// that changes during it asked for.
+func (m *Model) snapshotDone(msg snapshotMsg) tea.Cmd {
+	m.reading = false
+	var cmd tea.Cmd
+	if msg.err != nil {
+		m.disconnected = msg.err.Error()
+	} else {
+		cmd = m.broadcast(msg.snap)
+	}
+	if m.dirty {
+		return tea.Batch(cmd, m.snapshot())
+	}
+	return cmd
+}
+
+// readSnapshot reads the packages, the Waits, and the Work newest first,
+// pages pages deep (fewer when the Work ends sooner).
+func readSnapshot(ctx context.Context, api API, pages int) (common.Snapshot, error) {
+	var s common.Snapshot
+	var err error
+	if s.Extensions, err = api.Extensions(ctx); err != nil {
+		return s, err
+	}
+	q := client.WorkQuery{Newest: true, Limit: client.MaxWorkPage}
+	for s.WorkPages < pages {
+		page, err := api.Works(ctx, q)
+		if err != nil {
+			return s, err
+		}
+		s.Work = append(s.Work, page.Work...)
+		s.WorkPages++
+		s.WorkMore = page.Next != ""
+		if page.Next == "" {
+			break
+		}
+		q.After = page.Next
+	}
+	waits, err := api.Waits(ctx, client.WaitsQuery{Limit: client.MaxWaitsPage})
+	if err != nil {
+		return s, err
+	}
+	s.Waits = waits.Waits
+	return s, nil
 }
 
 // clock redraws each second, so ages and countdowns move.

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,10 @@ type fakeAPI struct {
 	reloads  int
 	// feed carries the change feed's answers; Changes waits for one.
 	feed chan client.Changes
+	// workQueries records each Works call's query; worksGate, when set,
+	// holds every Works call until it is closed.
+	workQueries []client.WorkQuery
+	worksGate   chan struct{}
 }
 
 var errGone = errors.New("no daemon answers at /tmp/x/open-conduit.sock")
@@ -64,13 +69,53 @@ func (f *fakeAPI) Extensions(context.Context) (client.Extensions, error) {
 	return client.Extensions{Extensions: f.exts}, nil
 }
 
-func (f *fakeAPI) Works(context.Context, client.WorkQuery) (client.WorkList, error) {
+// Works pages the Work as the daemon does: by ID, ascending or (Newest)
+// descending, after the cursor, at most Limit with Next set when more
+// follows.
+func (f *fakeAPI) Works(ctx context.Context, q client.WorkQuery) (client.WorkList, error) {
 	if err := f.fail(); err != nil {
 		return client.WorkList{}, err
 	}
 	f.mu.Lock()
+	f.workQueries = append(f.workQueries, q)
+	gate := f.worksGate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return client.WorkList{}, ctx.Err()
+		}
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
-	return client.WorkList{Work: f.work}, nil
+	ws := slices.Clone(f.work)
+	slices.SortFunc(ws, func(a, b client.Work) int { return strings.Compare(a.ID, b.ID) })
+	if q.Newest {
+		slices.Reverse(ws)
+	}
+	if q.After != "" {
+		ws = slices.DeleteFunc(ws, func(w client.Work) bool {
+			if q.Newest {
+				return w.ID >= q.After
+			}
+			return w.ID <= q.After
+		})
+	}
+	var l client.WorkList
+	if q.Limit > 0 && len(ws) > q.Limit {
+		ws = ws[:q.Limit]
+		l.Next = ws[len(ws)-1].ID
+	}
+	l.Work = ws
+	return l, nil
+}
+
+// worksAsked is every Works query so far.
+func (f *fakeAPI) worksAsked() []client.WorkQuery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.workQueries)
 }
 
 func (f *fakeAPI) WorkDetail(_ context.Context, id string) (client.WorkDetail, error) {

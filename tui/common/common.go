@@ -60,9 +60,22 @@ type Common struct {
 // Extensions, Work and Waits panes show.
 type Snapshot struct {
 	Extensions client.Extensions
-	Work       []client.Work
-	Waits      []client.Wait
+	// Work is newest first, WorkPages pages of it; WorkMore says older
+	// Work follows the last one read.
+	Work      []client.Work
+	WorkPages int
+	WorkMore  bool
+	Waits     []client.Wait
 }
+
+// MaxWorkPages bounds how deep the dashboard reads Work: 20 pages of
+// client.MaxWorkPage, the newest 20,000, so memory and each read stay
+// bounded however much Work the daemon keeps.
+const MaxWorkPages = 20
+
+// MoreWorkMsg asks for Work Pages pages deep, from the next read on: the
+// Work pane's cursor reached the oldest Work it holds.
+type MoreWorkMsg struct{ Pages int }
 
 // EventsMsg carries the Events a long poll brought, in sequence order.
 type EventsMsg struct{ Events []protocol.Event }

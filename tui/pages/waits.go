@@ -14,7 +14,10 @@ import (
 type Waits struct {
 	c     *common.Common
 	waits []client.Wait
-	cur   cursor
+	// rows are the Waits the filter lets through.
+	rows   filtered
+	filter common.Filter
+	cur    cursor
 }
 
 // NewWaits returns the Waits pane.
@@ -23,20 +26,30 @@ func NewWaits(c *common.Common) *Waits { return &Waits{c: c} }
 // Title implements Page.
 func (p *Waits) Title() string { return "Waits" }
 
-// Modal implements Page.
-func (p *Waits) Modal() bool { return false }
+// Modal implements Page: a filter being typed holds the keys.
+func (p *Waits) Modal() bool { return p.filter.Typing() }
 
 // Status implements Page.
-func (p *Waits) Status() string { return "" }
+func (p *Waits) Status() string { return p.filter.Status() }
 
 // Update implements Page.
 func (p *Waits) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case common.Snapshot:
 		p.waits = msg.Waits
-		p.cur.clamp(len(p.waits))
+		waits := p.waits
+		p.rows.set(len(waits), func(i int) []string {
+			w := waits[i]
+			return []string{w.Description, w.Owner, w.Work, w.Scope, w.Progress, w.State}
+		}, &p.filter)
+		p.cur.clamp(p.rows.len())
 	case tea.KeyPressMsg:
-		p.cur.moveKeys(p.c, msg, len(p.waits))
+		if p.filter.Key(p.c.Keys, msg) {
+			p.rows.refilter(&p.filter, false)
+			p.cur.clamp(p.rows.len())
+			return nil
+		}
+		p.cur.moveKeys(p.c, msg, p.rows.len())
 	}
 	return nil
 }
@@ -47,12 +60,15 @@ var waitColumns = []common.Column{
 
 // View implements Page.
 func (p *Waits) View(height int) string {
-	if len(p.waits) == 0 {
+	switch {
+	case len(p.waits) == 0:
 		return "no Work waits"
+	case p.rows.len() == 0:
+		return "no Wait matches " + p.filter.Query()
 	}
 	now := p.c.Now()
-	rows := make([][]string, len(p.waits))
-	for i, w := range p.waits {
+	return strings.Join(windowTable(p.c, waitColumns, p.rows.len(), p.cur.at, height, func(i int) []string {
+		w := p.waits[p.rows.shown[i]]
 		due := "-"
 		if !w.Due.IsZero() {
 			due = common.Short(w.Due.Sub(now))
@@ -65,7 +81,6 @@ func (p *Waits) View(height int) string {
 		if owner == "" {
 			owner = "builtin"
 		}
-		rows[i] = []string{desc, owner, due, common.Dash(w.Progress)}
-	}
-	return strings.Join(table(p.c, waitColumns, rows, p.cur.at, height), "\n")
+		return []string{desc, owner, due, common.Dash(w.Progress)}
+	}), "\n")
 }
