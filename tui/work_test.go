@@ -392,7 +392,9 @@ func TestWorkReadsStopAtTheCap(t *testing.T) {
 func TestOneSnapshotInFlightUnderABurst(t *testing.T) {
 	f := newFake()
 	h := live(t, f, 80, 24)
-	h.key("shift+tab") // the Events pane
+	h.key("tab") // Work
+	h.key("tab") // Waits
+	h.key("tab") // Events
 	gate := make(chan struct{})
 	f.mu.Lock()
 	f.worksGate = gate
@@ -420,8 +422,8 @@ func TestOneSnapshotInFlightUnderABurst(t *testing.T) {
 	if h.m.dirty {
 		t.Fatal("a change is still pending after the follow-up read")
 	}
-	h.key("tab") // Extensions
-	h.key("tab") // Work
+	h.key("shift+tab") // Waits
+	h.key("shift+tab") // Work
 	h.waitShows("after the burst")
 	if got := len(f.worksAsked()) - base; got != 2 {
 		t.Fatalf("the burst cost %d reads, want 2 (the one in flight and one after)", got)
