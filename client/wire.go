@@ -75,6 +75,10 @@ type WirePage struct {
 	// Oldest is the first Seq the tap still holds: entries between the
 	// asked After and Oldest were dropped from its bounded ring.
 	Oldest uint64 `json:"oldest"`
+	// Latest is the last Seq the tap has numbered (0 before its first).
+	// Less than the asked After means the numbering started over: the
+	// daemon restarted since the cursor was taken.
+	Latest uint64 `json:"latest"`
 }
 
 // Wire reads one page of the recent JSON-RPC traffic of an extension (the

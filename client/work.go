@@ -372,6 +372,9 @@ type Changes struct {
 	// Changed says the tick moved past the one asked with: something
 	// (Events or Work) changed.
 	Changed bool `json:"changed"`
+	// Routes says, by Event ID, where each listed Event in a scope was
+	// routed so far (pending until the router decides).
+	Routes map[string]EventRoute `json:"routes,omitempty"`
 }
 
 // Works reads one page of Work.

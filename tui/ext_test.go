@@ -483,6 +483,27 @@ func TestWireFollowsNewEntriesAndShowsAGap(t *testing.T) {
 	}
 }
 
+func TestWireStartsOverWhenTheDaemonRestarted(t *testing.T) {
+	f := newFake()
+	f.wire = map[string][]client.WireEntry{"shell": {
+		wireEntry(1, client.WireToExtension, client.WireRequest, "initialize", "1", `{}`),
+		wireEntry(2, client.WireToExtension, client.WireRequest, "configure", "2", `{}`),
+		wireEntry(3, client.WireToExtension, client.WireRequest, "route.match", "3", `{}`),
+	}}
+	h := live(t, f, 80, 24)
+	h.waitShows("shell")
+	h.key("w")
+	h.waitShows("route.match")
+	// A new daemon: its tap numbers from 1 again, below the pane's cursor.
+	f.mu.Lock()
+	f.wire["shell"] = []client.WireEntry{wireEntry(1, client.WireToExtension, client.WireRequest, "shutdown", "1", `{}`)}
+	f.mu.Unlock()
+	s := h.waitShows("shutdown")
+	if !strings.Contains(s, "the daemon restarted") || strings.Index(s, "restarted") > strings.Index(s, "shutdown") {
+		t.Fatalf("the new daemon's entries show without the restart marked before them:\n%s", s)
+	}
+}
+
 func TestWireOfTheRedactedLineSaysSo(t *testing.T) {
 	f := newFake()
 	e := wireEntry(1, client.WireToExtension, client.WireAnswer, "secret.resolve", "4", `{"jsonrpc":"2.0","id":4,"result":"[redacted]"}`)

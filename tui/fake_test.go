@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -80,6 +81,11 @@ func (f *fakeAPI) Wire(ctx context.Context, name string, q client.WireQuery) (cl
 		}
 	}
 	page := client.WirePage{Extension: name, Entries: out, Next: q.After, Oldest: 1}
+	f.mu.Lock()
+	if all := f.wire[name]; len(all) > 0 {
+		page.Latest = all[len(all)-1].Seq
+	}
+	f.mu.Unlock()
 	if len(out) > 0 {
 		page.Next = out[len(out)-1].Seq
 	}
@@ -113,4 +119,17 @@ func (f *fakeAPI) Doctor(context.Context, ...client.DoctorOptions) (client.Docto
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.doctor, nil
+}
+
+// Events answers the route decisions the test set, for the Events after
+// q.After; the fake's log is the Events the test fed through the feed, so
+// it answers no Events, only routes.
+func (f *fakeAPI) Events(_ context.Context, q client.EventsQuery) (client.Events, error) {
+	if err := f.fail(); err != nil {
+		return client.Events{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.eventReads++
+	return client.Events{Routes: maps.Clone(f.routes)}, nil
 }

@@ -253,7 +253,7 @@ func (m *Model) changes(msg changesMsg) tea.Cmd {
 	var cmds []tea.Cmd
 	if len(ch.Events) > 0 {
 		m.after = ch.Next
-		cmds = append(cmds, m.broadcast(common.EventsMsg{Events: ch.Events}))
+		cmds = append(cmds, m.broadcast(common.EventsMsg{Events: ch.Events, Routes: ch.Routes}))
 	}
 	// An answer with nothing in it is a poll that waited its time out:
 	// read the panes then too, for the package states the feed does not

@@ -38,6 +38,10 @@ type fakeAPI struct {
 	controls []string
 	restarts []string
 	reloads  int
+	// routes is where GET /v1/events says each Event was routed;
+	// eventReads counts those reads.
+	routes     map[string]client.EventRoute
+	eventReads int
 	// feed carries the change feed's answers; Changes waits for one.
 	feed chan client.Changes
 	// workQueries records each Works call's query; worksGate, when set,
@@ -362,6 +366,39 @@ func TestEventsPaneTailsTheFeed(t *testing.T) {
 	s := h.waitShows("github.push")
 	if !strings.Contains(s, "W0001") || !strings.Contains(s, "webhook") {
 		t.Fatalf("the Event's row lacks its source or Work:\n%s", s)
+	}
+}
+
+func TestEventsPaneSaysWhereEachEventWasRouted(t *testing.T) {
+	f := newFake()
+	h := live(t, f, 80, 24)
+	for range 3 {
+		h.key("tab")
+	}
+	h.waitShows("no Events yet")
+	f.feed <- client.Changes{Tick: 2, Next: 9, Latest: 9, Events: []protocol.Event{
+		{ID: "E7", Sequence: 7, Scope: "ops", Source: "webhook", Type: "github.push"},
+		{ID: "E8", Sequence: 8, Scope: "ops", Source: "webhook", Type: "github.star"},
+		{ID: "E9", Sequence: 9, Source: "operator", Type: "manual.note"},
+	}, Routes: map[string]client.EventRoute{
+		"E7": {State: client.RouteRouted, Work: "W0001", Created: true},
+		"E8": {State: client.RoutePending},
+	}}
+	s := h.waitShows("github.star")
+	for _, want := range []string{"W0001 (new)", "routing…", "not routed: no scope"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("the tail lacks %q:\n%s", want, s)
+		}
+	}
+	// The router decides later; the next change reads the pending
+	// decision once.
+	f.mu.Lock()
+	f.routes = map[string]client.EventRoute{"E8": {State: client.RouteUnmatched}}
+	f.mu.Unlock()
+	f.feed <- client.Changes{Tick: 3, Changed: true, Next: 9, Latest: 9}
+	s = h.waitShows("no route matched")
+	if strings.Contains(s, "routing…") {
+		t.Fatalf("a decided Event still shows as pending:\n%s", s)
 	}
 }
 

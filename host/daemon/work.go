@@ -310,7 +310,7 @@ func (d *Daemon) Changes(ctx context.Context, q client.ChangesQuery) (client.Cha
 			return client.Changes{}, err
 		}
 		tick := ticks.n.Load()
-		res := client.Changes{Events: evs.Events, Next: evs.Next, Latest: evs.Latest, Tick: tick, Changed: tick != q.Tick}
+		res := client.Changes{Events: evs.Events, Next: evs.Next, Latest: evs.Latest, Tick: tick, Changed: tick != q.Tick, Routes: evs.Routes}
 		if len(res.Events) > 0 || res.Changed || deadline == nil {
 			return res, nil
 		}

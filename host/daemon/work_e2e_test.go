@@ -239,6 +239,11 @@ func TestChangesLongPollWakesOnANewEventAndAWorkChange(t *testing.T) {
 		w = d.Work
 		return err == nil && d.State == client.RouteRouted
 	})
+	// The feed carries each listed Event's route decision so far.
+	again, err := e.C.Changes(ctx, client.ChangesQuery{After: now.Latest})
+	if r := again.Routes[ev.ID]; err != nil || r.State != client.RouteRouted || r.Work != w {
+		t.Fatalf("the feed's route of %s: %+v %v; want routed to %s", ev.ID, r, err, w)
+	}
 	last := got.Tick
 	for {
 		ch, err := e.C.Changes(ctx, client.ChangesQuery{After: got.Latest, Tick: last, Wait: time.Second})

@@ -182,7 +182,7 @@ func (r *Ring) Page(after uint64, limit int) client.WirePage {
 }
 
 func (r *Ring) pageLocked(after uint64, limit int) client.WirePage {
-	p := client.WirePage{Entries: []client.WireEntry{}, Next: after, Oldest: r.seq + 1}
+	p := client.WirePage{Entries: []client.WireEntry{}, Next: after, Oldest: r.seq + 1, Latest: r.seq}
 	if r.n == 0 {
 		return p
 	}

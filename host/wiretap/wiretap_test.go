@@ -34,8 +34,16 @@ func TestRingDropsOldestByCountAndSequenceContinues(t *testing.T) {
 			len(p.Entries), p.Oldest, p.Entries[0].Seq, p.Next, p.More)
 	}
 	r.Observe(true, call(11, "operation.call"))
-	if p := r.Page(10, 0); len(p.Entries) != 1 || p.Entries[0].Seq != 11 {
-		t.Fatalf("after 10: %+v; want only seq 11", p.Entries)
+	if p := r.Page(10, 0); len(p.Entries) != 1 || p.Entries[0].Seq != 11 || p.Latest != 11 {
+		t.Fatalf("after 10: %+v, latest %d; want only seq 11, latest 11", p.Entries, p.Latest)
+	}
+	// A cursor past the tap's numbering (a reader of an earlier daemon)
+	// reads nothing, and Latest says why.
+	if p := r.Page(500, 0); len(p.Entries) != 0 || p.Latest != 11 {
+		t.Fatalf("after 500: %+v, latest %d; want none, latest 11", p.Entries, p.Latest)
+	}
+	if p := New(Options{}).Page(0, 0); p.Latest != 0 {
+		t.Fatalf("an empty tap's latest is %d, want 0", p.Latest)
 	}
 }
 

@@ -25,6 +25,8 @@ type API interface {
 	WorkDetail(ctx context.Context, id string) (client.WorkDetail, error)
 	Waits(ctx context.Context, q client.WaitsQuery) (client.Waits, error)
 	Changes(ctx context.Context, q client.ChangesQuery) (client.Changes, error)
+	// Events reads a page of the event log with each Event's route so far.
+	Events(ctx context.Context, q client.EventsQuery) (client.Events, error)
 	CancelWork(ctx context.Context, id, reason string) (client.Work, error)
 	// ControlWork sends a control (interrupt, inject, stop) to the Work's
 	// running execution; text is the line an inject writes.
@@ -77,8 +79,12 @@ const MaxWorkPages = 20
 // Work pane's cursor reached the oldest Work it holds.
 type MoreWorkMsg struct{ Pages int }
 
-// EventsMsg carries the Events a long poll brought, in sequence order.
-type EventsMsg struct{ Events []protocol.Event }
+// EventsMsg carries the Events a long poll brought, in sequence order,
+// and where each in a scope was routed so far, by ID.
+type EventsMsg struct {
+	Events []protocol.Event
+	Routes map[string]client.EventRoute
+}
 
 // Fit cuts s to width cells (with an ellipsis) and pads it to exactly
 // width, so columns line up and no line runs past the terminal.

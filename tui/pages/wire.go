@@ -53,6 +53,8 @@ type Wire struct {
 type wireRow struct {
 	entry   *client.WireEntry
 	dropped uint64
+	// restarted marks where the tap's numbering started over.
+	restarted bool
 }
 
 type (
@@ -192,6 +194,13 @@ func (p *Wire) answered(msg wireMsg) tea.Cmd {
 	}
 	p.failed = ""
 	pg := msg.page
+	if p.started && pg.Latest < p.after {
+		// The daemon restarted and its tap numbers from 1 again: read it
+		// from its start rather than wait past a cursor it never reaches.
+		p.addRow(wireRow{restarted: true})
+		p.after = 0
+		return p.read()
+	}
 	if p.started && pg.Oldest > p.after+1 {
 		p.addRow(wireRow{dropped: pg.Oldest - p.after - 1})
 		// Counted once: the next read starts past the gap.
@@ -286,7 +295,11 @@ func (p *Wire) View(height int) string {
 	}
 	rows := make([][]string, len(shown))
 	for i, r := range shown {
-		if r.entry == nil {
+		switch {
+		case r.restarted:
+			rows[i] = []string{"⋯", "", "restart", "", "", "", "the daemon restarted; its tap started over"}
+			continue
+		case r.entry == nil:
 			rows[i] = []string{"⋯", "", "gap", "", "", "", fmt.Sprintf("%d line(s) dropped", r.dropped)}
 			continue
 		}
