@@ -208,12 +208,27 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		m.help.ShowAll = !m.help.ShowAll
 	case key.Matches(msg, k.NextPane):
 		m.active = (m.active + 1) % len(m.pages)
+		return m.shown()
 	case key.Matches(msg, k.PrevPane):
 		m.active = (m.active + len(m.pages) - 1) % len(m.pages)
+		return m.shown()
 	default:
 		return page.Update(msg)
 	}
 	return nil
+}
+
+// shown tells the pane just shown so, with the package under the
+// Extensions pane's cursor: a pane that follows one package (Logs, Wire)
+// and follows none yet starts with it.
+func (m *Model) shown() tea.Cmd {
+	msg := common.ShownMsg{}
+	for _, p := range m.pages {
+		if ext, ok := p.(*pages.Extensions); ok {
+			msg.Package = ext.Selected()
+		}
+	}
+	return m.pages[m.active].Update(msg)
 }
 
 // wheel scrolls the shown pane as its up and down keys do; a pane that

@@ -302,6 +302,10 @@ func live(t *testing.T, f *fakeAPI, w, h int) *harness {
 
 func TestTabSwitchesPanes(t *testing.T) {
 	f := newFake()
+	// Logs and Wire, shown following no package, follow the one under the
+	// Extensions pane's cursor: shell, the first.
+	f.logs = map[string][]string{"shell": {"shell started"}, "broken": {"broken started"}}
+	f.wire = map[string][]client.WireEntry{"shell": {wireEntry(1, client.WireToExtension, client.WireRequest, "initialize", "1", `{}`)}}
 	h := live(t, f, 80, 24)
 	if s := h.screen(); !strings.Contains(s, "[Extensions]") {
 		t.Fatalf("the first pane shown is not Extensions:\n%s", s)
@@ -310,12 +314,12 @@ func TestTabSwitchesPanes(t *testing.T) {
 		{"tab", "[Work]", "deploy the website", "handshake_failed"},
 		{"tab", "[Waits]", "approval of PR 7", "deploy the website"},
 		{"tab", "[Events]", "no Events yet", "approval of PR 7"},
-		{"tab", "[Logs]", "no package chosen", "no Events yet"},
-		{"tab", "[Wire]", "w on the Extensions pane", "l on the Extensions pane"},
-		{"tab", "[Extensions]", "handshake_failed", "no package chosen"},
-		{"shift+tab", "[Wire]", "w on the Extensions pane", "handshake_failed"},
-		{"shift+tab", "[Logs]", "l on the Extensions pane", "w on the Extensions pane"},
-		{"shift+tab", "[Events]", "no Events yet", "no package chosen"},
+		{"tab", "[Logs]", "shell started", "no Events yet"},
+		{"tab", "[Wire]", "initialize", "shell started"},
+		{"tab", "[Extensions]", "handshake_failed", "initialize"},
+		{"shift+tab", "[Wire]", "initialize", "handshake_failed"},
+		{"shift+tab", "[Logs]", "shell started", "initialize"},
+		{"shift+tab", "[Events]", "no Events yet", "shell started"},
 		{"shift+tab", "[Waits]", "approval of PR 7", "no Events yet"},
 	} {
 		h.key(step.key)
@@ -323,6 +327,28 @@ func TestTabSwitchesPanes(t *testing.T) {
 		if strings.Contains(s, step.hides) || !strings.Contains(s, step.pane) {
 			t.Fatalf("after %s the screen does not show only %s:\n%s", step.key, step.pane, s)
 		}
+	}
+}
+
+func TestLogsShownFollowsThePackageUnderTheExtensionsCursor(t *testing.T) {
+	f := newFake()
+	f.logs = map[string][]string{"shell": {"shell started"}, "broken": {"broken started"}}
+	h := live(t, f, 80, 24)
+	h.key("j")         // broken
+	h.key("shift+tab") // Wire
+	h.key("shift+tab") // Logs
+	s := h.waitShows("broken started")
+	if strings.Contains(s, "shell started") || !strings.Contains(s, "[Logs]") {
+		t.Fatalf("the Logs pane does not follow broken alone:\n%s", s)
+	}
+	// Shown again, it keeps the package it follows.
+	h.key("tab")
+	h.key("tab")
+	h.key("k") // shell, on the Extensions pane
+	h.key("shift+tab")
+	h.key("shift+tab")
+	if s := h.waitShows("[Logs]"); !strings.Contains(s, "broken started") {
+		t.Fatalf("shown again, the Logs pane left broken:\n%s", s)
 	}
 }
 

@@ -9,6 +9,10 @@ type SwitchMsg struct {
 	Package string
 }
 
+// ShownMsg tells a pane it has just been shown, and which package is
+// under the Extensions pane's cursor ("" for none).
+type ShownMsg struct{ Package string }
+
 // RefreshMsg asks the root model to read the panes' state again now,
 // after an action whose effect the change feed does not carry (a package
 // restarted, the config applied).

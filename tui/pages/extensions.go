@@ -128,7 +128,7 @@ func (p *Extensions) key(msg tea.KeyPressMsg) tea.Cmd {
 		p.cur.clamp(len(p.shown()))
 		return nil
 	}
-	name := p.selected()
+	name := p.Selected()
 	switch {
 	case key.Matches(msg, k.Restart):
 		if name != "" {
@@ -182,7 +182,9 @@ func (p *Extensions) names() []string {
 }
 
 // selected is the package in detail, or the one under the cursor.
-func (p *Extensions) selected() string {
+// Selected is the package under the cursor, or the one in detail ("" for
+// none).
+func (p *Extensions) Selected() string {
 	if p.detail != "" {
 		return p.detail
 	}

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -103,6 +104,12 @@ func (p *Logs) Update(msg tea.Msg) tea.Cmd {
 		p.names = p.names[:0]
 		for _, e := range msg.Extensions.Extensions {
 			p.names = append(p.names, e.Name)
+		}
+	case common.ShownMsg:
+		// Shown following no package yet: follow the one the Extensions
+		// pane points at, else the first.
+		if p.name == "" {
+			return p.choose(cmp.Or(msg.Package, cycle(p.names, "", 0)))
 		}
 	case common.SwitchMsg:
 		if msg.Pane == p.Title() && msg.Package != "" {
