@@ -131,6 +131,27 @@ has_work() { printf '%s\n' "$1" | grep -Eq '^(queued|running|waiting|completed|f
 has_event() { printf '%s\n' "$1" | grep -Eq '^[0-9]+ +demo '; }
 in_detail() { [[ $1 == *Attempts* && $1 == *"esc back"* ]]; }
 not_in_detail() { ! in_detail "$1"; }
+in_package_detail() { [[ $1 == *"Package "*"esc back"* && $1 == *Surfaces* ]]; }
+not_in_package_detail() { ! in_package_detail "$1"; }
+filtered() { [[ $1 == *"filter: demo"* ]] && has_work "$1"; }
+not_filtered() { [[ $1 != *"filter: "* && $1 != *"(enter keeps, esc drops)"* ]]; }
+has_log_line() { printf '%s\n' "$1" | grep -q 'started'; }
+has_wire_line() { printf '%s\n' "$1" | grep -Eq '(→|←)ext +(request|answer|notification)'; }
+in_wire_entry() { [[ $1 == *"bytes"*"esc back"* && $1 == *'"jsonrpc"'* ]]; }
+not_in_wire_entry() { ! in_wire_entry "$1"; }
+
+# look presses keys $2..., waits until test $1 holds, and saves and checks
+# the screen as capture $file_ of pane $pane_ (set by the caller).
+look() {
+	local test=$1
+	shift
+	t send-keys -t "$session" "$@"
+	waitfor "$test after ${*}" "$test" || return 1
+	local s
+	s=$(screen)
+	save "$s" "$file_"
+	check "$s" "$pane_" "$file_" "$w" "$h"
+}
 # footer counts the non-empty lines at the screen's foot: the help bar
 # is one line, the full key list more.
 footer() { printf '%s\n' "$1" | awk 'NF { n++; next } { n = 0 } END { print n + 0 }'; }
@@ -140,7 +161,7 @@ shows_short_help() { (($(footer "$1") == 1)); }
 # visit runs the dashboard at one size and checks every pane.
 visit() {
 	local size=$1 w=${1%x*} h=${1#*x} dir=$OUT/$1 state=$work/state-$1
-	local s first pane prev file rc
+	local s first pane prev file rc file_ pane_
 	echo "tui-check: $size"
 	rm -rf "$dir"
 	mkdir -p "$dir"
@@ -164,7 +185,33 @@ visit() {
 	pane=$first
 	while :; do
 		file=$dir/$(printf '%s' "$pane" | tr 'A-Z ' 'a-z-').txt
+		pane_=$pane
 		case $pane in
+		Extensions)
+			s=$(screen)
+			save "$s" "$file"
+			check "$s" "$pane" "$file" "$w" "$h"
+			file_=$dir/extensions-detail.txt
+			look in_package_detail Enter || return 1
+			t send-keys -t "$session" Escape
+			waitfor "the package list again" not_in_package_detail || return 1
+			;;
+		Logs)
+			waitfor "a line of the package's log" has_log_line || return 1
+			s=$(screen)
+			save "$s" "$file"
+			check "$s" "$pane" "$file" "$w" "$h"
+			;;
+		Wire)
+			waitfor "a JSON-RPC line in the Wire pane" has_wire_line || return 1
+			s=$(screen)
+			save "$s" "$file"
+			check "$s" "$pane" "$file" "$w" "$h"
+			file_=$dir/wire-entry.txt
+			look in_wire_entry Enter || return 1
+			t send-keys -t "$session" Escape
+			waitfor "the wire list again" not_in_wire_entry || return 1
+			;;
 		Work)
 			waitfor "a Work in the Work pane" has_work || return 1
 			s=$(screen)
@@ -177,6 +224,10 @@ visit() {
 			check "$s" "$pane" "$dir/work-detail.txt" "$w" "$h"
 			t send-keys -t "$session" Escape
 			waitfor "the Work list again" not_in_detail || return 1
+			file_=$dir/work-filter.txt
+			look filtered / d e m o Enter || return 1
+			t send-keys -t "$session" / Escape
+			waitfor "the filter cleared" not_filtered || return 1
 			;;
 		Events)
 			waitfor "an Event in the Events pane" has_event || return 1
