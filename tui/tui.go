@@ -10,6 +10,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -395,7 +396,7 @@ func (m *Model) Render() string {
 		state = "connecting…"
 	}
 	header := strings.Join(tabs, "") + "  " + state
-	footer := m.help.View(m.c.Keys)
+	footer := m.help.View(bar{m.c.Keys, m.pages[m.active].HelpKeys()})
 	status := m.apply.Status()
 	if status == "" {
 		status = m.pages[m.active].Status()
@@ -417,3 +418,19 @@ func (m *Model) Render() string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// bar is the help bar's keys: the shown pane's own, then ? and q, then
+// tab, so what the width drops from the end is the least needed; ? shows
+// every key.
+type bar struct {
+	k    *keymap.KeyMap
+	pane []key.Binding
+}
+
+// ShortHelp implements help.KeyMap.
+func (b bar) ShortHelp() []key.Binding {
+	return append(append(slices.Clip(b.pane), b.k.Help, b.k.Quit), b.k.NextPane)
+}
+
+// FullHelp implements help.KeyMap.
+func (b bar) FullHelp() [][]key.Binding { return b.k.FullHelp() }

@@ -352,6 +352,35 @@ func TestLogsShownFollowsThePackageUnderTheExtensionsCursor(t *testing.T) {
 	}
 }
 
+func TestHelpBarShowsTheShownPanesKeys(t *testing.T) {
+	f := newFake()
+	h := live(t, f, 80, 24)
+	for _, step := range []struct {
+		key   string
+		shows []string
+		hides string
+	}{
+		{"", []string{"enter detail", "r restart", "l log", "w wire", "? all keys", "q quit"}, "c cancel"},
+		{"tab", []string{"c cancel", "i interrupt", "s stop", "> inject", "? all keys", "q quit"}, "r restart"},
+		{"tab", []string{"/ filter", "? all keys", "q quit", "tab next pane"}, "c cancel"},
+	} {
+		if step.key != "" {
+			h.key(step.key)
+		}
+		s := h.screen()
+		lines := strings.Split(s, "\n")
+		bar := lines[len(lines)-1]
+		for _, want := range step.shows {
+			if !strings.Contains(bar, want) {
+				t.Fatalf("the help bar lacks %q: %q", want, bar)
+			}
+		}
+		if strings.Contains(bar, step.hides) {
+			t.Fatalf("the help bar shows another pane's %q: %q", step.hides, bar)
+		}
+	}
+}
+
 func TestPanesShowTheirColumns(t *testing.T) {
 	f := newFake()
 	h := live(t, f, 120, 24)

@@ -57,11 +57,6 @@ func Default() *KeyMap {
 	}
 }
 
-// ShortHelp is the help bar's one line.
-func (k *KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.NextPane, k.Down, k.Enter, k.Filter, k.Help, k.Quit}
-}
-
 // FullHelp is what ? shows: every key, in columns.
 func (k *KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"charm.land/bubbles/v2/key"
 	"maps"
 	"strconv"
 	"strings"
@@ -48,6 +49,12 @@ func (p *Events) Title() string { return "Events" }
 
 // Modal implements Page: a filter being typed holds the keys.
 func (p *Events) Modal() bool { return p.filter.Typing() }
+
+// HelpKeys implements Page.
+func (p *Events) HelpKeys() []key.Binding {
+	k := p.c.Keys
+	return []key.Binding{k.Down, k.Filter}
+}
 
 // Status implements Page.
 func (p *Events) Status() string { return p.filter.Status() }

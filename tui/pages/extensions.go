@@ -70,6 +70,12 @@ func (p *Extensions) Title() string { return "Extensions" }
 // Modal implements Page.
 func (p *Extensions) Modal() bool { return p.confirm != "" || p.filter.Typing() }
 
+// HelpKeys implements Page.
+func (p *Extensions) HelpKeys() []key.Binding {
+	k := p.c.Keys
+	return []key.Binding{brief(k.Enter, "detail"), brief(k.Restart, "restart"), brief(k.Logs, "log"), brief(k.Wire, "wire"), k.Filter}
+}
+
 // Status implements Page.
 func (p *Extensions) Status() string {
 	switch {

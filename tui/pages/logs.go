@@ -27,6 +27,8 @@ const (
 var (
 	nextPackageKey = key.NewBinding(key.WithKeys("right", "]"), key.WithHelp("→/]", "next package"))
 	prevPackageKey = key.NewBinding(key.WithKeys("left", "["), key.WithHelp("←/[", "previous package"))
+	// packageKeys names both for the help bar.
+	packageKeys = key.NewBinding(key.WithKeys("left", "right", "[", "]"), key.WithHelp("←/→", "package"))
 )
 
 // Logs is the Logs pane: the live tail of one package's stderr log. It
@@ -88,6 +90,12 @@ func (p *Logs) Title() string { return "Logs" }
 
 // Modal implements Page.
 func (p *Logs) Modal() bool { return p.filter.Typing() }
+
+// HelpKeys implements Page.
+func (p *Logs) HelpKeys() []key.Binding {
+	k := p.c.Keys
+	return []key.Binding{packageKeys, brief(k.Up, "scroll"), k.Filter}
+}
 
 // Status implements Page.
 func (p *Logs) Status() string {

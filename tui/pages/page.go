@@ -26,6 +26,16 @@ type Page interface {
 	// Status is a line the pane wants shown above the help bar ("" for
 	// none): a question, or the answer to an action.
 	Status() string
+	// HelpKeys are the pane's own keys for the help bar, most used first
+	// (the bar drops from the end what the width cannot hold).
+	HelpKeys() []key.Binding
+}
+
+// brief is b with a shorter description, for the one-line help bar; the
+// full key list keeps the long one.
+func brief(b key.Binding, desc string) key.Binding {
+	b.SetHelp(b.Help().Key, desc)
+	return b
 }
 
 // cursor is a list's selected row.

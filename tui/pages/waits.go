@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"charm.land/bubbles/v2/key"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -28,6 +29,12 @@ func (p *Waits) Title() string { return "Waits" }
 
 // Modal implements Page: a filter being typed holds the keys.
 func (p *Waits) Modal() bool { return p.filter.Typing() }
+
+// HelpKeys implements Page.
+func (p *Waits) HelpKeys() []key.Binding {
+	k := p.c.Keys
+	return []key.Binding{k.Down, k.Filter}
+}
 
 // Status implements Page.
 func (p *Waits) Status() string { return p.filter.Status() }

@@ -81,6 +81,12 @@ func (p *Wire) Title() string { return "Wire" }
 // Modal implements Page.
 func (p *Wire) Modal() bool { return p.filter.Typing() }
 
+// HelpKeys implements Page.
+func (p *Wire) HelpKeys() []key.Binding {
+	k := p.c.Keys
+	return []key.Binding{packageKeys, brief(k.Enter, "whole line"), k.Filter}
+}
+
 // Status implements Page.
 func (p *Wire) Status() string {
 	if p.failed != "" && !p.filter.Typing() {

@@ -81,6 +81,12 @@ func (p *Work) Title() string { return "Work" }
 // typed holds the keys.
 func (p *Work) Modal() bool { return p.ask != nil || p.prompt != nil || p.filter.Typing() }
 
+// HelpKeys implements Page.
+func (p *Work) HelpKeys() []key.Binding {
+	k := p.c.Keys
+	return []key.Binding{brief(k.Cancel, "cancel"), brief(k.Interrupt, "interrupt"), brief(k.Stop, "stop"), brief(k.Inject, "inject"), k.Filter}
+}
+
 // Status implements Page.
 func (p *Work) Status() string {
 	switch {
