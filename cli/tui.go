@@ -34,13 +34,17 @@ func tuiCommand() *command {
 	)
 	return &command{
 		name:  "tui",
-		short: "a live terminal dashboard of packages, Work, Waits and Events",
-		long: "Show a live dashboard of the daemon in the terminal: its packages\n" +
-			"(Extensions), its Work (enter for one Work's attempts, Wait and inputs; c\n" +
-			"cancels it after a confirmation), the active Waits counting down to their due\n" +
-			"times, and a tail of the event log. It follows the daemon's change feed and\n" +
-			"shows \"disconnected, retrying\" while the daemon does not answer. tab and\n" +
-			"shift+tab switch panes, ? lists every key, q quits. NO_COLOR (or TERM=dumb)\n" +
+		short: "a live terminal dashboard of packages, Work, Waits, Events, logs and the wire",
+		long: "Show a live dashboard of the daemon in the terminal, in six panes: Extensions\n" +
+			"(enter for a package's detail and doctor checks; r restarts it, l shows its\n" +
+			"log, w its wire tap), Work (newest first; enter for its attempts, Wait,\n" +
+			"artifacts and inputs; c cancels, i interrupts, s stops, > injects a line),\n" +
+			"Waits counting down, Events with where each was routed, Logs (a package's\n" +
+			"stderr log, live) and Wire (its JSON-RPC lines, live). Every action asks y/n\n" +
+			"first and shows the daemon's answer; A applies the config file again. It\n" +
+			"follows the daemon's change feed and shows \"disconnected, retrying\" while\n" +
+			"the daemon does not answer. tab and shift+tab switch panes, / filters a list,\n" +
+			"the mouse wheel scrolls, ? lists every key, q quits. NO_COLOR (or TERM=dumb)\n" +
 			"turns colour off.\n" +
 			"\n" +
 			"By default it watches the daemon already serving --state; with none running it\n" +
