@@ -51,16 +51,89 @@ var graceTimers = sync.Pool{New: func() any {
 // workerIdle is how long a worker waits for another call before it exits.
 const workerIdle = 30 * time.Second
 
-// job is one call handed to a worker. Its method and params are copies: the
-// library's own are borrowed from the read buffer and rewritten when the
-// request is released.
+// job is one call handed to a worker, and its handler's context. Its method
+// and params are copies: the library's own are borrowed from the read buffer
+// and rewritten when the request is released.
+//
+// Being the context itself spares every call a context.WithCancel and two
+// context.WithValue: the cancellation channel is made only when a handler
+// asks for Done, and the values this package hands out (the job, the
+// connection) are answered here.
 type job struct {
+	conn   *Conn
+	parent context.Context // the connection's context, never the library's
+	id     jsonrpc2.ID
+
 	method  string
-	id      jsonrpc2.ID
 	params  jsontext.Value
-	st      *callState
 	done    chan jobResult
 	release chan struct{}
+
+	mu        sync.Mutex
+	real      context.Context // made on the first Done
+	stop      context.CancelFunc
+	cancelled bool // $/cancel came, or the call ended
+}
+
+// Deadline implements context.Context.
+func (j *job) Deadline() (time.Time, bool) { return j.parent.Deadline() }
+
+// Done implements context.Context. The channel is made on first use, by a
+// context.WithCancel of the connection's context, already cancelled when a
+// $/cancel came first.
+func (j *job) Done() <-chan struct{} {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.real == nil {
+		j.real, j.stop = context.WithCancel(j.parent)
+		if j.cancelled {
+			j.stop()
+		}
+	}
+	return j.real.Done()
+}
+
+// Err implements context.Context.
+func (j *job) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.real != nil:
+		return j.real.Err()
+	case j.cancelled:
+		return context.Canceled
+	}
+	return j.parent.Err()
+}
+
+// Value implements context.Context. Once Done has made the real context,
+// other keys go to it, so a context derived from this one finds its cancel
+// directly instead of watching it from a goroutine of its own.
+func (j *job) Value(key any) any {
+	switch key.(type) {
+	case jobKey:
+		return j
+	case connKey:
+		return j.conn
+	}
+	j.mu.Lock()
+	real := j.real
+	j.mu.Unlock()
+	if real != nil {
+		return real.Value(key)
+	}
+	return j.parent.Value(key)
+}
+
+// cancel cancels the call's context: a $/cancel for it, or its end.
+func (j *job) cancel() {
+	j.mu.Lock()
+	j.cancelled = true
+	stop := j.stop
+	j.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 type jobResult struct {
@@ -91,14 +164,12 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	if len(params) <= smallFrame {
 		params = bytes.Clone(params)
 	}
-	j := &job{
-		method:  strings.Clone(req.Method()),
-		id:      req.ID(),
-		params:  jsontext.Value(params),
-		st:      c.calls.get(req.ID()),
-		done:    make(chan jobResult, 1),
-		release: make(chan struct{}, 1),
-	}
+	j := c.admitted
+	c.admitted = nil
+	j.method = strings.Clone(req.Method())
+	j.params = jsontext.Value(params)
+	j.done = make(chan jobResult, 1)
+	j.release = make(chan struct{}, 1)
 	select {
 	case c.jobs <- j:
 	default:
@@ -127,7 +198,7 @@ func (c *Conn) worker(j *job) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		result, err := c.serve(c.ctx, j.method, j.id, true, j.params, j)
+		result, err := c.serve(c.ctx, j.method, true, j.params, j)
 		if err == nil && result != nil {
 			result, err = c.encodeAnswer(j, result)
 		}
