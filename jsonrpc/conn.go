@@ -75,8 +75,10 @@ type Conn struct {
 	rejectNext bool // set and read on the reading goroutine only
 	admitted   *job // the call the preempter just admitted; reading goroutine only
 	calls      calls
-	jobs       chan *job
 	grace      time.Duration
+	graceTimer *time.Timer // releases the call holding the reader too long
+	running    atomic.Pointer[job]
+	scratch    []byte // small params, copied off the read buffer; reader only
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -114,14 +116,16 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
-	c := &Conn{opts: opts, done: make(chan struct{}), jobs: make(chan *job), grace: defaultGrace}
+	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace}
+	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
+	c.graceTimer.Stop()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 	c.guard.observer = opts.Observer
 
-	// Calls run on warm workers while the reader waits briefly; a call that
-	// does not finish within the grace period, or that calls the peer back,
-	// releases the reader (dispatch.go). A handler's context derives from
+	// Calls run on the reader for a short grace period; a call that does not
+	// finish within it, or that calls the peer back, releases the reader
+	// (dispatch.go). A handler's context derives from
 	// the connection's own, never from the library's per-request context,
 	// which is recycled (deriving from it crashes). The preempter registers
 	// each call before dispatch, so a $/cancel read right after it is never
@@ -307,6 +311,7 @@ func (c *Conn) watch() {
 	case <-c.wire.stopped:
 	case <-c.inner.Done():
 	}
+	c.graceTimer.Stop()
 	reason := c.closeReason()
 	c.reason.Store(&reason)
 	c.cancel()

@@ -1,10 +1,9 @@
 package jsonrpc
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	json "github.com/go-json-experiment/json"
@@ -15,45 +14,46 @@ import (
 // Dispatch: how an incoming call runs.
 //
 // The library hands each request to the handler on its reading goroutine.
-// Running the call there would stall every other message behind it (and
-// deadlock a call that waits for the peer); releasing the reader with Async
-// for every call costs a fresh goroutine per call, whose stack grows by
-// copying through decoding and the handler, plus a scheduler wakeup, which
-// cost more than a short handler itself.
+// Running every call there to its end would stall every other message behind
+// it (and deadlock a call that waits for the peer); releasing the reader with
+// Async for every call costs a fresh goroutine per call, whose stack grows by
+// copying through decoding and the handler, plus a scheduler wakeup; handing
+// each call to a worker and waiting for it costs two goroutine switches per
+// call, which cost more than a short handler itself.
 //
-// So a call runs on a worker whose stack is already grown, and the reader
-// waits for it, up to a short grace period. A call that answers within the
-// grace period costs no release. A call that takes longer, or that calls the
-// peer back (whose answer this reader must read), releases the reader, which
-// then goes on reading while the call finishes. Any handler may block: the
-// worst it costs other messages is the grace period.
+// So a call runs on the reading goroutine, whose stack is already grown, for
+// up to a short grace period. A call that answers within it costs no
+// goroutine, no switch and no allocation of its own. A call that takes longer,
+// or that calls the peer back (whose answer only a reader can read), releases
+// the reader: the library starts a new reading goroutine, which goes on
+// reading while the call finishes where it is. The grace period is one timer
+// per connection, re-armed for each call; when it fires it releases the call
+// still running. Any handler may block: the worst it costs other messages is
+// the grace period.
 
-// defaultGrace is how long the reader waits for a call before releasing
-// itself.
+// defaultGrace is how long a call may hold the reader before it is
+// released.
 const defaultGrace = 50 * time.Microsecond
 
 // smallFrame is the library's read buffer. A message that fits is borrowed
-// from that buffer and rewritten by the next read, so a call copies its
-// params; a longer one was assembled in a buffer of its own that nothing
+// from that buffer and rewritten by the next read, so a call's params are
+// copied into the reader's scratch buffer, which a released call takes with
+// it; a longer one was assembled in a buffer of its own that nothing
 // rewrites, so its params are used as they are (an artifact chunk is not
 // copied again).
 const smallFrame = 4096
 
-// graceTimers are the readers' grace-period timers, reused: a stopped timer
-// delivers nothing stale after Stop or Reset, so one can serve call after
-// call without a new one per call.
-var graceTimers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
+// A served call's state, for the race between its end and its release.
+const (
+	jobRunning int32 = iota
+	jobDone
+	jobReleased
+)
 
-// workerIdle is how long a worker waits for another call before it exits.
-const workerIdle = 30 * time.Second
-
-// job is one call handed to a worker, and its handler's context. Its method
-// and params are copies: the library's own are borrowed from the read buffer
-// and rewritten when the request is released.
+// job is one call being served, and its handler's context. Its method is the
+// handler table's own string and its params are owned (see smallFrame): the
+// library's are borrowed from the read buffer, rewritten once the reader is
+// released.
 //
 // Being the context itself spares every call a context.WithCancel and two
 // context.WithValue: the cancellation channel is made only when a handler
@@ -64,10 +64,11 @@ type job struct {
 	parent context.Context // the connection's context, never the library's
 	id     jsonrpc2.ID
 
-	method  string
-	params  jsontext.Value
-	done    chan jobResult
-	release chan struct{}
+	method    string
+	params    jsontext.Value
+	readerCtx context.Context // the library's request, for Async
+	state     atomic.Int32    // jobRunning, then jobDone or jobReleased
+	releasing sync.Mutex      // held while the reader is being released
 
 	mu        sync.Mutex
 	real      context.Context // made on the first Done
@@ -136,82 +137,74 @@ func (j *job) cancel() {
 	}
 }
 
-type jobResult struct {
-	result any
-	err    error
-}
-
 type jobKey struct{}
 
-// releaseReader asks the reader waiting on the call ctx serves to go on
-// reading: the call is about to wait for the peer, whose answer only the
-// reader can deliver. Outside a call it does nothing.
+// releaseReader asks the reader serving the call ctx belongs to to go on
+// reading: the call is about to wait for the peer, whose answer only a reader
+// can deliver. Outside a call, or once released, it does nothing.
 func releaseReader(ctx context.Context) {
 	if j, ok := ctx.Value(jobKey{}).(*job); ok {
-		select {
-		case j.release <- struct{}{}:
-		default:
-		}
+		j.releaseReader()
 	}
 }
 
-// dispatch runs one call on a worker while the reader (this goroutine)
-// waits, releasing itself when the call takes longer than the grace period
-// or asks for it. The grace grows by a microsecond per KiB of params: a
-// large message takes that long to decode, and releasing would copy it.
-func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, error) {
-	params := req.Params()
-	if len(params) <= smallFrame {
-		params = bytes.Clone(params)
+// releaseReader hands the reader role on while the call goes on here. It runs
+// on the call's own goroutine (a callback) or on the grace timer's, at most
+// once per call, and never after the call has ended.
+func (j *job) releaseReader() {
+	j.releasing.Lock()
+	defer j.releasing.Unlock()
+	if !j.state.CompareAndSwap(jobRunning, jobReleased) {
+		return
 	}
+	c := j.conn
+	if len(j.params) > 0 && len(c.scratch) > 0 && &j.params[0] == &c.scratch[0] {
+		// The params live in the reader's scratch buffer: the call keeps it,
+		// and the next reader makes its own.
+		c.scratch = nil
+	}
+	jsonrpc2.Async(j.readerCtx)
+}
+
+// graceExpired releases the call still running on the reader when its grace
+// period ends. A late firing finds its call ended, or the next call just
+// begun, which it releases early: harmless, releasing is always safe.
+func (c *Conn) graceExpired() {
+	if j := c.running.Load(); j != nil {
+		j.releaseReader()
+	}
+}
+
+// dispatch runs one call on the reading goroutine, under the grace timer. The
+// grace grows by a microsecond per KiB of params: a large message takes that
+// long to decode.
+func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, error) {
 	j := c.admitted
 	c.admitted = nil
-	j.method = strings.Clone(req.Method())
+	j.readerCtx = readerCtx
+	j.method = c.opts.Handlers.intern(req.Method())
+	params := req.Params()
+	if len(params) <= smallFrame && len(params) > 0 {
+		c.scratch = append(c.scratch[:0], params...)
+		params = c.scratch
+	}
 	j.params = jsontext.Value(params)
-	j.done = make(chan jobResult, 1)
-	j.release = make(chan struct{}, 1)
-	select {
-	case c.jobs <- j:
-	default:
-		go c.worker(j)
+	c.running.Store(j)
+	c.graceTimer.Reset(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
+	result, err := c.serve(c.ctx, j.method, true, j.params, j)
+	if err == nil && result != nil {
+		result, err = c.encodeAnswer(j, result)
 	}
-	timer := graceTimers.Get().(*time.Timer)
-	timer.Reset(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
-	select {
-	case r := <-j.done:
-		timer.Stop()
-		graceTimers.Put(timer)
-		return r.result, r.err
-	case <-j.release:
-	case <-timer.C:
+	if j.state.CompareAndSwap(jobRunning, jobDone) {
+		c.graceTimer.Stop()
+		return result, err
 	}
-	timer.Stop()
-	graceTimers.Put(timer)
-	jsonrpc2.Async(readerCtx)
-	r := <-j.done
-	return r.result, r.err
-}
-
-// worker serves jobs until it has been idle for a while. Its answer is
-// encoded here, so the deep work of marshaling stays on this warm stack.
-func (c *Conn) worker(j *job) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		result, err := c.serve(c.ctx, j.method, true, j.params, j)
-		if err == nil && result != nil {
-			result, err = c.encodeAnswer(j, result)
-		}
-		j.done <- jobResult{result, err}
-		idle.Reset(workerIdle)
-		select {
-		case j = <-c.jobs:
-		case <-idle.C:
-			return
-		case <-c.ctx.Done():
-			return
-		}
-	}
+	// Released, perhaps by the timer still inside Async: the library must
+	// not see the handler return before the release has finished with its
+	// request, so this waits for the lock the release holds.
+	j.releasing.Lock()
+	j.releasing.Unlock()
+	return result, err
 }
 
 // encodeAnswer marshals a call's result once, here, and refuses an answer
