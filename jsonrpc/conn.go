@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,8 @@ type Conn struct {
 	grace      time.Duration
 	graceTimer *time.Timer // releases the call holding the reader too long
 	running    atomic.Pointer[job]
-	scratch    []byte // small params, copied off the read buffer; reader only
+	scratch    []byte        // small params, copied off the read buffer; reader only
+	answer     *bytes.Buffer // the answer of the call on the reader; reader only
 
 	closing   atomic.Bool
 	closeOnce sync.Once

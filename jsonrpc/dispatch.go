@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,7 @@ type job struct {
 
 	method    string
 	params    jsontext.Value
+	answer    *bytes.Buffer   // where the answer is encoded
 	readerCtx context.Context // the library's request, for Async
 	state     atomic.Int32    // jobRunning, then jobDone or jobReleased
 	releasing sync.Mutex      // held while the reader is being released
@@ -160,8 +162,11 @@ func (j *job) releaseReader() {
 	c := j.conn
 	if len(j.params) > 0 && len(c.scratch) > 0 && &j.params[0] == &c.scratch[0] {
 		// The params live in the reader's scratch buffer: the call keeps it,
-		// and the next reader makes its own.
+		// and the next reader makes its own; likewise the answer buffer.
 		c.scratch = nil
+	}
+	if c.answer == j.answer {
+		c.answer = nil
 	}
 	jsonrpc2.Async(j.readerCtx)
 }
@@ -189,6 +194,10 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 		params = c.scratch
 	}
 	j.params = jsontext.Value(params)
+	if c.answer == nil || c.answer.Cap() > maxPooledFrame {
+		c.answer = new(bytes.Buffer)
+	}
+	j.answer = c.answer
 	c.running.Store(j)
 	c.graceTimer.Reset(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
 	result, err := c.serve(c.ctx, j.method, true, j.params, j)
@@ -207,15 +216,19 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	return result, err
 }
 
-// encodeAnswer marshals a call's result once, here, and refuses an answer
-// whose line would pass the message bound: the caller gets too_large for
-// its id instead, and the connection stays up.
+// encodeAnswer marshals a call's result once, into the call's answer buffer,
+// and refuses an answer whose line would pass the message bound: the caller
+// gets too_large for its id instead, and the connection stays up. The library
+// copies the answer into its frame before this goroutine reads again, so the
+// reader's answer buffer is free again by the next call; a released call
+// keeps the buffer it had.
 func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
-	raw, err := json.Marshal(result)
-	if err != nil {
+	j.answer.Reset()
+	if err := json.MarshalWrite(j.answer, result); err != nil {
 		c.opts.Logger.Error("answer cannot be encoded", "method", j.method, "err", err)
 		return nil, internalError
 	}
+	raw := j.answer.Bytes()
 	if err := c.fits(j.method, "answer", answerLen(j.id, raw), raw); err != nil {
 		c.opts.Logger.Warn("answer over the message bound refused", "peer", c.opts.Peer, "method", j.method, "bytes", len(raw))
 		w, _ := toWire(err)
