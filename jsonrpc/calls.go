@@ -148,6 +148,8 @@ func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
 		} else {
 			w.err = c.malformed(w.method, "an error whose message is not a JSON string")
 		}
+	case len(v.Result) > directDecodeMax && c.guard.owned:
+		w.raw = v.Result
 	case len(v.Result) > directDecodeMax:
 		w.raw = bytes.Clone(v.Result)
 	default:

@@ -36,13 +36,11 @@ import (
 // released.
 const defaultGrace = 50 * time.Microsecond
 
-// smallFrame is the library's read buffer. A message that fits is borrowed
-// from that buffer and rewritten by the next read, so a call's params are
-// copied into the reader's scratch buffer, which a released call takes with
-// it; a longer one was assembled in a buffer of its own that nothing
-// rewrites, so its params are used as they are (an artifact chunk is not
-// copied again).
-const smallFrame = 4096
+// A call's params are borrowed from the line reader's buffer, rewritten by
+// the next read, unless their line was long enough to get a buffer of its own
+// (guard.readFrame); borrowed params are copied into the reader's scratch
+// buffer, which a released call takes with it, and owned ones are used as
+// they are (an artifact chunk is not copied again).
 
 // A served call's state, for the race between its end and its release.
 const (
@@ -52,7 +50,7 @@ const (
 )
 
 // job is one call being served, and its handler's context. Its method is the
-// handler table's own string and its params are owned (see smallFrame): the
+// handler table's own string and its params are owned (see dispatch): the
 // library's are borrowed from the read buffer, rewritten once the reader is
 // released.
 //
@@ -189,7 +187,7 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	j.readerCtx = readerCtx
 	j.method = c.opts.Handlers.intern(req.Method())
 	params := req.Params()
-	if len(params) <= smallFrame && len(params) > 0 {
+	if !c.guard.owned && len(params) > 0 {
 		c.scratch = append(c.scratch[:0], params...)
 		params = c.scratch
 	}
