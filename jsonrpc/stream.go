@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +52,7 @@ type guard struct {
 	closeR io.Closer
 	closeW io.Closer
 	wdl    deadliner
+	raw    syscall.RawConn // the writer's descriptor, when it is non-blocking
 
 	maxLine      int
 	writeTimeout time.Duration
@@ -68,6 +70,9 @@ type guard struct {
 	writeErr error // the first failed write; the streams are closed after it
 
 	// Write side: serialized by the framer's own write mutex.
+	rawWrite func(fd uintptr) bool // writes rawFrame once, made once
+	rawFrame []byte
+	rawTaken int
 	scratch  []byte
 	broken   atomic.Bool // a write failed: nothing more is written
 	observer Observer    // sees each frame before it is written; nil: none
@@ -88,6 +93,11 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 	g.closeR, _ = r.(io.Closer)
 	g.closeW, _ = w.(io.Closer)
 	g.wdl, _ = w.(deadliner)
+	g.raw = rawWriter(w)
+	g.rawWrite = func(fd uintptr) bool {
+		g.rawTaken = writeOnce(fd, g.rawFrame)
+		return true
+	}
 	return g
 }
 
@@ -194,10 +204,15 @@ func (g *guard) Write(p []byte) (int, error) {
 	if g.observer != nil && len(frame) > 0 {
 		g.observer.Observe(true, frame[:len(frame)-1])
 	}
+	taken := g.tryWrite(frame)
+	if taken == len(frame) {
+		return len(p), nil
+	}
 	if g.wdl != nil && g.writeTimeout > 0 {
 		_ = g.wdl.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	}
-	n, err := g.w.Write(frame)
+	n, err := g.w.Write(frame[taken:])
+	n += taken
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("a write blocked for %s (%d of its %d bytes taken), so the connection was closed: %w",
@@ -206,6 +221,22 @@ func (g *guard) Write(p []byte) (int, error) {
 		return min(n, len(p)), g.failWrite(err)
 	}
 	return len(p), nil
+}
+
+// tryWrite offers the frame to a non-blocking pipe or socket once, with no
+// deadline, and says how much of it was taken: a frame the pipe takes at
+// once (nearly every one) costs no deadline, which is a timer. Anything else
+// (a full pipe, an error, a writer with no raw descriptor) is left to the
+// deadline-bounded write.
+func (g *guard) tryWrite(frame []byte) int {
+	if g.raw == nil || g.wdl == nil || g.writeTimeout <= 0 {
+		return 0
+	}
+	g.rawFrame = frame
+	_ = g.raw.Write(g.rawWrite)
+	n := g.rawTaken
+	g.rawFrame, g.rawTaken = nil, 0
+	return n
 }
 
 // failWrite records the first failed write and closes both streams, so
