@@ -78,7 +78,9 @@ type Conn struct {
 	calls      calls
 	grace      time.Duration
 	graceTimer *time.Timer // releases the call holding the reader too long
+	graceArmed atomic.Bool
 	running    atomic.Pointer[job]
+	epoch      time.Time     // the monotonic origin of calls' start times
 	scratch    []byte        // small params, copied off the read buffer; reader only
 	answer     *bytes.Buffer // the answer of the call on the reader; reader only
 
@@ -118,7 +120,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
-	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace}
+	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now()}
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -28,9 +28,12 @@ import (
 // or that calls the peer back (whose answer only a reader can read), releases
 // the reader: the library starts a new reading goroutine, which goes on
 // reading while the call finishes where it is. The grace period is one timer
-// per connection, re-armed for each call; when it fires it releases the call
-// still running. Any handler may block: the worst it costs other messages is
-// the grace period.
+// per connection, armed only when it is not already: arming a timer per call
+// wakes the runtime's network poller, a syscall, on every call. When it fires
+// it releases the call on the reader if that call's own grace period is over,
+// re-arms itself for the rest of it if not, and stays unarmed once the reader
+// is idle. Any handler may block: the worst it costs other messages is the
+// grace period.
 
 // defaultGrace is how long a call may hold the reader before it is
 // released.
@@ -67,6 +70,8 @@ type job struct {
 	params    jsontext.Value
 	answer    *bytes.Buffer   // where the answer is encoded
 	readerCtx context.Context // the library's request, for Async
+	started   time.Duration   // when it began on the reader, since the connection's epoch
+	grace     time.Duration   // how long it may hold the reader
 	state     atomic.Int32    // jobRunning, then jobDone or jobReleased
 	releasing sync.Mutex      // held while the reader is being released
 
@@ -169,13 +174,24 @@ func (j *job) releaseReader() {
 	jsonrpc2.Async(j.readerCtx)
 }
 
-// graceExpired releases the call still running on the reader when its grace
-// period ends. A late firing finds its call ended, or the next call just
-// begun, which it releases early: harmless, releasing is always safe.
+// graceExpired runs when the grace timer fires. It releases the call on the
+// reader if that call's grace period is over, and re-arms the timer for the
+// rest of it if not. It disarms first and looks at the running call after,
+// so a call dispatch just started either armed the timer itself or is seen
+// here.
 func (c *Conn) graceExpired() {
-	if j := c.running.Load(); j != nil {
-		j.releaseReader()
+	c.graceArmed.Store(false)
+	j := c.running.Load()
+	if j == nil || j.state.Load() != jobRunning {
+		return
 	}
+	if left := j.started + j.grace - time.Since(c.epoch); left > 0 {
+		if c.graceArmed.CompareAndSwap(false, true) {
+			c.graceTimer.Reset(left)
+		}
+		return
+	}
+	j.releaseReader()
 }
 
 // dispatch runs one call on the reading goroutine, under the grace timer. The
@@ -196,14 +212,17 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 		c.answer = new(bytes.Buffer)
 	}
 	j.answer = c.answer
+	j.grace = c.grace + time.Duration(len(params)/1024)*time.Microsecond
+	j.started = time.Since(c.epoch)
 	c.running.Store(j)
-	c.graceTimer.Reset(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
+	if c.graceArmed.CompareAndSwap(false, true) {
+		c.graceTimer.Reset(j.grace)
+	}
 	result, err := c.serve(c.ctx, j.method, true, j.params, j)
 	if err == nil && result != nil {
 		result, err = c.encodeAnswer(j, result)
 	}
 	if j.state.CompareAndSwap(jobRunning, jobDone) {
-		c.graceTimer.Stop()
 		return result, err
 	}
 	// Released, perhaps by the timer still inside Async: the library must
