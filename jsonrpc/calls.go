@@ -20,8 +20,9 @@ import (
 // answer for an id nobody waits for is logged and dropped.
 
 // directDecodeMax is the largest result the reader decodes itself, straight
-// from the read buffer; a larger one is copied and decoded by its caller, so
-// a big answer never holds the reader up.
+// from the read buffer; a larger one is decoded by its caller (copied first
+// unless its line has a buffer of its own), so a big answer never holds the
+// reader up.
 const directDecodeMax = 64 << 10
 
 // abandonedKept is how many given-up calls are remembered, so their late
