@@ -20,8 +20,9 @@ import (
 // answer for an id nobody waits for is logged and dropped.
 
 // directDecodeMax is the largest result the reader decodes itself, straight
-// from the read buffer; a larger one is copied and decoded by its caller, so
-// a big answer never holds the reader up.
+// from the read buffer; a larger one is decoded by its caller (copied first
+// unless its line has a buffer of its own), so a big answer never holds the
+// reader up.
 const directDecodeMax = 64 << 10
 
 // abandonedKept is how many given-up calls are remembered, so their late
@@ -148,6 +149,8 @@ func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
 		} else {
 			w.err = c.malformed(w.method, "an error whose message is not a JSON string")
 		}
+	case len(v.Result) > directDecodeMax && c.guard.owned:
+		w.raw = v.Result
 	case len(v.Result) > directDecodeMax:
 		w.raw = bytes.Clone(v.Result)
 	default:
@@ -209,12 +212,11 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		}
 	}
 	releaseReader(ctx)
-	raw, err := encodeParams(method, params)
-	if err != nil {
-		return err
-	}
 	id := c.out.lastID.Add(1)
-	if err := c.fits(method, "request", callLen(method, id, raw), raw); err != nil {
+	buf := getFrame()
+	defer putFrame(buf)
+	frame, err := c.encodeRequest(buf, method, id, params)
+	if err != nil {
 		return err
 	}
 	w := getWaiter(method, result)
@@ -222,7 +224,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		putWaiter(w)
 		return c.transportError(method, err)
 	}
-	if _, err := c.wire.Write(ctx, jsonrpc2.NewCall(jsonrpc2.NewNumberID(id), method, raw)); err != nil {
+	if _, err := c.wire.WriteFrame(ctx, frame); err != nil {
 		if c.out.take(id) == nil {
 			<-w.done
 		}
@@ -268,14 +270,13 @@ func (c *Conn) sendCancel(ctx context.Context, id int64) {
 // protocol.ErrTooLarge and is never sent.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	releaseReader(ctx)
-	raw, err := encodeParams(method, params)
+	buf := getFrame()
+	defer putFrame(buf)
+	frame, err := c.encodeRequest(buf, method, 0, params)
 	if err != nil {
 		return err
 	}
-	if err := c.fits(method, "notification", notifyLen(method, raw), raw); err != nil {
-		return err
-	}
-	if _, err := c.wire.Write(ctx, jsonrpc2.NewNotification(method, raw)); err != nil {
+	if _, err := c.wire.WriteFrame(ctx, frame); err != nil {
 		return c.sendError(ctx, method, err)
 	}
 	return nil
@@ -290,23 +291,61 @@ func (c *Conn) sendError(ctx context.Context, method string, err error) error {
 	return c.transportError(method, err)
 }
 
-// encodeParams marshals a request's params once; raw params pass as they
-// are.
-func encodeParams(method string, params any) (jsonrpc2.RawMessage, error) {
-	var raw []byte
+// frames are the buffers outgoing requests are encoded in, reused: the
+// framer copies a frame before it returns, so a buffer is free again once
+// the write is.
+var frames = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledFrame is the largest buffer kept for reuse; a larger one (an
+// artifact chunk) is left to the collector rather than held by the pool.
+const maxPooledFrame = 1 << 20
+
+func getFrame() *bytes.Buffer { return frames.Get().(*bytes.Buffer) }
+
+func putFrame(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledFrame {
+		b.Reset()
+		frames.Put(b)
+	}
+}
+
+// encodeRequest encodes a request's whole line once, its params marshaled
+// in place, as the library frames it: {"jsonrpc":"2.0","method":…,
+// "params":…,"id":…}, with no params member when they are absent or null and
+// no id for a notification (id 0). A line over the message bound is refused
+// too_large before anything is written; params that cannot be encoded are
+// refused invalid.
+func (c *Conn) encodeRequest(buf *bytes.Buffer, method string, id int64, params any) ([]byte, error) {
+	buf.Write(jsonrpc2.AppendNotification(buf.AvailableBuffer(), method, nil))
+	buf.Truncate(buf.Len() - 1) // the closing brace, written again below
+	head := buf.Len()
+	buf.WriteString(`,"params":`)
+	start := buf.Len()
 	switch p := params.(type) {
 	case nil:
-		return nil, nil
 	case jsonrpc2.RawMessage:
-		raw = p
+		buf.Write(p)
 	default:
-		var err error
-		if raw, err = json.Marshal(p); err != nil {
+		if err := json.MarshalWrite(buf, p); err != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalid, "%s: the params cannot be encoded as JSON, so nothing was sent: %v", method, err)
 		}
 	}
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, nil
+	payload := buf.Bytes()[start:]
+	if len(payload) == 0 || bytes.Equal(payload, []byte("null")) {
+		buf.Truncate(head)
+		payload = nil
 	}
-	return raw, nil
+	if id != 0 {
+		buf.WriteString(`,"id":`)
+		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), id, 10))
+	}
+	buf.WriteByte('}')
+	what := "notification"
+	if id != 0 {
+		what = "request"
+	}
+	if err := c.fits(method, what, buf.Len(), payload); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

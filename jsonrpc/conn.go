@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,9 +74,15 @@ type Conn struct {
 
 	inflight   atomic.Int32
 	rejectNext bool // set and read on the reading goroutine only
+	admitted   *job // the call the preempter just admitted; reading goroutine only
 	calls      calls
-	jobs       chan *job
 	grace      time.Duration
+	graceTimer *time.Timer // releases the call holding the reader too long
+	graceArmed atomic.Bool
+	running    atomic.Pointer[job]
+	epoch      time.Time     // the monotonic origin of calls' start times
+	scratch    []byte        // small params, copied off the read buffer; reader only
+	answer     *bytes.Buffer // the answer of the call on the reader; reader only
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -113,14 +120,16 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
-	c := &Conn{opts: opts, done: make(chan struct{}), jobs: make(chan *job), grace: defaultGrace}
+	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now()}
+	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
+	c.graceTimer.Stop()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 	c.guard.observer = opts.Observer
 
-	// Calls run on warm workers while the reader waits briefly; a call that
-	// does not finish within the grace period, or that calls the peer back,
-	// releases the reader (dispatch.go). A handler's context derives from
+	// Calls run on the reader for a short grace period; a call that does not
+	// finish within it, or that calls the peer back, releases the reader
+	// (dispatch.go). A handler's context derives from
 	// the connection's own, never from the library's per-request context,
 	// which is recycled (deriving from it crashes). The preempter registers
 	// each call before dispatch, so a $/cancel read right after it is never
@@ -128,7 +137,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	handler := func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 		if !req.IsCall() {
 			jsonrpc2.Async(ctx)
-			return c.serve(c.ctx, req.Method(), jsonrpc2.ID{}, false, jsontext.Value(req.Params()), nil)
+			return c.serve(c.ctx, req.Method(), false, jsontext.Value(req.Params()), nil)
 		}
 		if c.rejectNext {
 			c.rejectNext = false
@@ -178,66 +187,45 @@ func (p preempter) Preempt(ctx context.Context, req *jsonrpc2.Request) (any, err
 		p.c.rejectNext = true
 		return nil, jsonrpc2.ErrNotHandled
 	}
-	p.c.calls.add(req.ID())
+	p.c.admitted = p.c.calls.add(p.c, req.ID())
 	return nil, jsonrpc2.ErrNotHandled
 }
 
 // calls tracks the incoming calls being served, by id, for $/cancel.
 type calls struct {
 	mu sync.Mutex
-	m  map[jsonrpc2.ID]*callState
+	m  map[jsonrpc2.ID]*job
 }
 
-// callState is one served call: cancelled before its handler started, or
-// the cancel of its running handler's context.
-type callState struct {
-	cancelled bool
-	stop      context.CancelFunc
-}
-
-func (cs *calls) add(id jsonrpc2.ID) {
+// add registers a call about to be served and returns its job, which is
+// also the handler's context.
+func (cs *calls) add(c *Conn, id jsonrpc2.ID) *job {
+	j := &job{conn: c, parent: c.ctx, id: id}
 	cs.mu.Lock()
 	if cs.m == nil {
-		cs.m = make(map[jsonrpc2.ID]*callState)
+		cs.m = make(map[jsonrpc2.ID]*job)
 	}
-	cs.m[id] = &callState{}
+	cs.m[id] = j
 	cs.mu.Unlock()
+	return j
 }
 
-func (cs *calls) get(id jsonrpc2.ID) *callState {
+// remove forgets a call that has been served and ends its context.
+func (cs *calls) remove(j *job) {
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.m[id]
-}
-
-// start gives a call's handler its context, already cancelled when a
-// $/cancel came first.
-func (cs *calls) start(parent context.Context, id jsonrpc2.ID, st *callState) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	cs.mu.Lock()
-	st.stop = cancel
-	if st.cancelled {
-		cancel()
+	if cs.m[j.id] == j {
+		delete(cs.m, j.id)
 	}
 	cs.mu.Unlock()
-	return ctx, func() {
-		cs.mu.Lock()
-		delete(cs.m, id)
-		cs.mu.Unlock()
-		cancel()
-	}
+	j.cancel()
 }
 
 func (cs *calls) cancel(id jsonrpc2.ID) {
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	st := cs.m[id]
-	if st == nil {
-		return
-	}
-	st.cancelled = true
-	if st.stop != nil {
-		st.stop()
+	j := cs.m[id]
+	cs.mu.Unlock()
+	if j != nil {
+		j.cancel()
 	}
 }
 
@@ -266,17 +254,13 @@ func cancelID(params []byte) (jsonrpc2.ID, bool) {
 
 // serve runs one released request: gate, handler, panic recovery, and the
 // mapping of its outcome onto the wire.
-func (c *Conn) serve(ctx context.Context, method string, id jsonrpc2.ID, isCall bool, params jsontext.Value, j *job) (result any, err error) {
+func (c *Conn) serve(ctx context.Context, method string, isCall bool, params jsontext.Value, j *job) (result any, err error) {
 	if isCall {
 		defer c.inflight.Add(-1)
-		if j != nil && j.st != nil {
-			var done func()
-			ctx, done = c.calls.start(ctx, id, j.st)
-			defer done()
-		}
-		if j != nil {
-			ctx = context.WithValue(ctx, jobKey{}, j)
-		}
+		defer c.calls.remove(j)
+		ctx = j
+	} else {
+		ctx = context.WithValue(ctx, connKey{}, c)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -284,7 +268,6 @@ func (c *Conn) serve(ctx context.Context, method string, id jsonrpc2.ID, isCall 
 			result, err = nil, internalError
 		}
 	}()
-	ctx = context.WithValue(ctx, connKey{}, c)
 	if !isCall {
 		// Notifications have no answer; an error from one would end the
 		// connection in the library, so it is only logged.
@@ -332,6 +315,7 @@ func (c *Conn) watch() {
 	case <-c.wire.stopped:
 	case <-c.inner.Done():
 	}
+	c.graceTimer.Stop()
 	reason := c.closeReason()
 	c.reason.Store(&reason)
 	c.cancel()

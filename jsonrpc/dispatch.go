@@ -3,8 +3,8 @@ package jsonrpc
 import (
 	"bytes"
 	"context"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	json "github.com/go-json-experiment/json"
@@ -15,143 +15,237 @@ import (
 // Dispatch: how an incoming call runs.
 //
 // The library hands each request to the handler on its reading goroutine.
-// Running the call there would stall every other message behind it (and
-// deadlock a call that waits for the peer); releasing the reader with Async
-// for every call costs a fresh goroutine per call, whose stack grows by
-// copying through decoding and the handler, plus a scheduler wakeup, which
-// cost more than a short handler itself.
+// Running every call there to its end would stall every other message behind
+// it (and deadlock a call that waits for the peer); releasing the reader with
+// Async for every call costs a fresh goroutine per call, whose stack grows by
+// copying through decoding and the handler, plus a scheduler wakeup; handing
+// each call to a worker and waiting for it costs two goroutine switches per
+// call, which cost more than a short handler itself.
 //
-// So a call runs on a worker whose stack is already grown, and the reader
-// waits for it, up to a short grace period. A call that answers within the
-// grace period costs no release. A call that takes longer, or that calls the
-// peer back (whose answer this reader must read), releases the reader, which
-// then goes on reading while the call finishes. Any handler may block: the
-// worst it costs other messages is the grace period.
+// So a call runs on the reading goroutine, whose stack is already grown, for
+// up to a short grace period. A call that answers within it costs no
+// goroutine, no switch and no allocation of its own. A call that takes longer,
+// or that calls the peer back (whose answer only a reader can read), releases
+// the reader: the library starts a new reading goroutine, which goes on
+// reading while the call finishes where it is. The grace period is one timer
+// per connection, armed only when it is not already: arming a timer per call
+// wakes the runtime's network poller, a syscall, on every call. When it fires
+// it releases the call on the reader if that call's own grace period is over,
+// re-arms itself for the rest of it if not, and stays unarmed once the reader
+// is idle. Any handler may block: the worst it costs other messages is the
+// grace period.
 
-// defaultGrace is how long the reader waits for a call before releasing
-// itself.
+// defaultGrace is how long a call may hold the reader before it is
+// released.
 const defaultGrace = 50 * time.Microsecond
 
-// smallFrame is the library's read buffer. A message that fits is borrowed
-// from that buffer and rewritten by the next read, so a call copies its
-// params; a longer one was assembled in a buffer of its own that nothing
-// rewrites, so its params are used as they are (an artifact chunk is not
-// copied again).
-const smallFrame = 4096
+// A call's params are borrowed from the line reader's buffer, rewritten by
+// the next read, unless their line was long enough to get a buffer of its own
+// (guard.readFrame); borrowed params are copied into the reader's scratch
+// buffer, which a released call takes with it, and owned ones are used as
+// they are (an artifact chunk is not copied again).
 
-// graceTimers are the readers' grace-period timers, reused: a stopped timer
-// delivers nothing stale after Stop or Reset, so one can serve call after
-// call without a new one per call.
-var graceTimers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
+// A served call's state, for the race between its end and its release.
+const (
+	jobRunning int32 = iota
+	jobDone
+	jobReleased
+)
 
-// workerIdle is how long a worker waits for another call before it exits.
-const workerIdle = 30 * time.Second
-
-// job is one call handed to a worker. Its method and params are copies: the
-// library's own are borrowed from the read buffer and rewritten when the
-// request is released.
+// job is one call being served, and its handler's context. Its method is the
+// handler table's own string and its params are owned (see dispatch): the
+// library's are borrowed from the read buffer, rewritten once the reader is
+// released.
+//
+// Being the context itself spares every call a context.WithCancel and two
+// context.WithValue: the cancellation channel is made only when a handler
+// asks for Done, and the values this package hands out (the job, the
+// connection) are answered here.
 type job struct {
-	method  string
-	id      jsonrpc2.ID
-	params  jsontext.Value
-	st      *callState
-	done    chan jobResult
-	release chan struct{}
+	conn   *Conn
+	parent context.Context // the connection's context, never the library's
+	id     jsonrpc2.ID
+
+	method    string
+	params    jsontext.Value
+	answer    *bytes.Buffer   // where the answer is encoded
+	readerCtx context.Context // the library's request, for Async
+	started   time.Duration   // when it began on the reader, since the connection's epoch
+	grace     time.Duration   // how long it may hold the reader
+	state     atomic.Int32    // jobRunning, then jobDone or jobReleased
+	releasing sync.Mutex      // held while the reader is being released
+
+	mu        sync.Mutex
+	real      context.Context // made on the first Done
+	stop      context.CancelFunc
+	cancelled bool // $/cancel came, or the call ended
 }
 
-type jobResult struct {
-	result any
-	err    error
+// Deadline implements context.Context.
+func (j *job) Deadline() (time.Time, bool) { return j.parent.Deadline() }
+
+// Done implements context.Context. The channel is made on first use, by a
+// context.WithCancel of the connection's context, already cancelled when a
+// $/cancel came first.
+func (j *job) Done() <-chan struct{} {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.real == nil {
+		j.real, j.stop = context.WithCancel(j.parent)
+		if j.cancelled {
+			j.stop()
+		}
+	}
+	return j.real.Done()
+}
+
+// Err implements context.Context.
+func (j *job) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.real != nil:
+		return j.real.Err()
+	case j.cancelled:
+		return context.Canceled
+	}
+	return j.parent.Err()
+}
+
+// Value implements context.Context. Once Done has made the real context,
+// other keys go to it, so a context derived from this one finds its cancel
+// directly instead of watching it from a goroutine of its own.
+func (j *job) Value(key any) any {
+	switch key.(type) {
+	case jobKey:
+		return j
+	case connKey:
+		return j.conn
+	}
+	j.mu.Lock()
+	real := j.real
+	j.mu.Unlock()
+	if real != nil {
+		return real.Value(key)
+	}
+	return j.parent.Value(key)
+}
+
+// cancel cancels the call's context: a $/cancel for it, or its end.
+func (j *job) cancel() {
+	j.mu.Lock()
+	j.cancelled = true
+	stop := j.stop
+	j.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 type jobKey struct{}
 
-// releaseReader asks the reader waiting on the call ctx serves to go on
-// reading: the call is about to wait for the peer, whose answer only the
-// reader can deliver. Outside a call it does nothing.
+// releaseReader asks the reader serving the call ctx belongs to to go on
+// reading: the call is about to wait for the peer, whose answer only a reader
+// can deliver. Outside a call, or once released, it does nothing.
 func releaseReader(ctx context.Context) {
 	if j, ok := ctx.Value(jobKey{}).(*job); ok {
-		select {
-		case j.release <- struct{}{}:
-		default:
-		}
+		j.releaseReader()
 	}
 }
 
-// dispatch runs one call on a worker while the reader (this goroutine)
-// waits, releasing itself when the call takes longer than the grace period
-// or asks for it. The grace grows by a microsecond per KiB of params: a
-// large message takes that long to decode, and releasing would copy it.
+// releaseReader hands the reader role on while the call goes on here. It runs
+// on the call's own goroutine (a callback) or on the grace timer's, at most
+// once per call, and never after the call has ended.
+func (j *job) releaseReader() {
+	j.releasing.Lock()
+	defer j.releasing.Unlock()
+	if !j.state.CompareAndSwap(jobRunning, jobReleased) {
+		return
+	}
+	c := j.conn
+	if len(j.params) > 0 && len(c.scratch) > 0 && &j.params[0] == &c.scratch[0] {
+		// The params live in the reader's scratch buffer: the call keeps it,
+		// and the next reader makes its own; likewise the answer buffer.
+		c.scratch = nil
+	}
+	if c.answer == j.answer {
+		c.answer = nil
+	}
+	jsonrpc2.Async(j.readerCtx)
+}
+
+// graceExpired runs when the grace timer fires. It releases the call on the
+// reader if that call's grace period is over, and re-arms the timer for the
+// rest of it if not. It disarms first and looks at the running call after,
+// so a call dispatch just started either armed the timer itself or is seen
+// here.
+func (c *Conn) graceExpired() {
+	c.graceArmed.Store(false)
+	j := c.running.Load()
+	if j == nil || j.state.Load() != jobRunning {
+		return
+	}
+	if left := j.started + j.grace - time.Since(c.epoch); left > 0 {
+		if c.graceArmed.CompareAndSwap(false, true) {
+			c.graceTimer.Reset(left)
+		}
+		return
+	}
+	j.releaseReader()
+}
+
+// dispatch runs one call on the reading goroutine, under the grace timer. The
+// grace grows by a microsecond per KiB of params: a large message takes that
+// long to decode.
 func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, error) {
+	j := c.admitted
+	c.admitted = nil
+	j.readerCtx = readerCtx
+	j.method = c.opts.Handlers.intern(req.Method())
 	params := req.Params()
-	if len(params) <= smallFrame {
-		params = bytes.Clone(params)
+	if !c.guard.owned && len(params) > 0 {
+		c.scratch = append(c.scratch[:0], params...)
+		params = c.scratch
 	}
-	j := &job{
-		method:  strings.Clone(req.Method()),
-		id:      req.ID(),
-		params:  jsontext.Value(params),
-		st:      c.calls.get(req.ID()),
-		done:    make(chan jobResult, 1),
-		release: make(chan struct{}, 1),
+	j.params = jsontext.Value(params)
+	if c.answer == nil || c.answer.Cap() > maxPooledFrame {
+		c.answer = new(bytes.Buffer)
 	}
-	select {
-	case c.jobs <- j:
-	default:
-		go c.worker(j)
+	j.answer = c.answer
+	j.grace = c.grace + time.Duration(len(params)/1024)*time.Microsecond
+	j.started = time.Since(c.epoch)
+	c.running.Store(j)
+	if c.graceArmed.CompareAndSwap(false, true) {
+		c.graceTimer.Reset(j.grace)
 	}
-	timer := graceTimers.Get().(*time.Timer)
-	timer.Reset(c.grace + time.Duration(len(params)/1024)*time.Microsecond)
-	select {
-	case r := <-j.done:
-		timer.Stop()
-		graceTimers.Put(timer)
-		return r.result, r.err
-	case <-j.release:
-	case <-timer.C:
+	result, err := c.serve(c.ctx, j.method, true, j.params, j)
+	if err == nil && result != nil {
+		result, err = c.encodeAnswer(j, result)
 	}
-	timer.Stop()
-	graceTimers.Put(timer)
-	jsonrpc2.Async(readerCtx)
-	r := <-j.done
-	return r.result, r.err
+	if j.state.CompareAndSwap(jobRunning, jobDone) {
+		return result, err
+	}
+	// Released, perhaps by the timer still inside Async: the library must
+	// not see the handler return before the release has finished with its
+	// request, so this waits for the lock the release holds.
+	j.releasing.Lock()
+	j.releasing.Unlock()
+	return result, err
 }
 
-// worker serves jobs until it has been idle for a while. Its answer is
-// encoded here, so the deep work of marshaling stays on this warm stack.
-func (c *Conn) worker(j *job) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		result, err := c.serve(c.ctx, j.method, j.id, true, j.params, j)
-		if err == nil && result != nil {
-			result, err = c.encodeAnswer(j, result)
-		}
-		j.done <- jobResult{result, err}
-		idle.Reset(workerIdle)
-		select {
-		case j = <-c.jobs:
-		case <-idle.C:
-			return
-		case <-c.ctx.Done():
-			return
-		}
-	}
-}
-
-// encodeAnswer marshals a call's result once, here, and refuses an answer
-// whose line would pass the message bound: the caller gets too_large for
-// its id instead, and the connection stays up.
+// encodeAnswer marshals a call's result once, into the call's answer buffer,
+// and refuses an answer whose line would pass the message bound: the caller
+// gets too_large for its id instead, and the connection stays up. The library
+// copies the answer into its frame before this goroutine reads again, so the
+// reader's answer buffer is free again by the next call; a released call
+// keeps the buffer it had.
 func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
-	raw, err := json.Marshal(result)
-	if err != nil {
+	j.answer.Reset()
+	if err := json.MarshalWrite(j.answer, result); err != nil {
 		c.opts.Logger.Error("answer cannot be encoded", "method", j.method, "err", err)
 		return nil, internalError
 	}
+	raw := j.answer.Bytes()
 	if err := c.fits(j.method, "answer", answerLen(j.id, raw), raw); err != nil {
 		c.opts.Logger.Warn("answer over the message bound refused", "peer", c.opts.Peer, "method", j.method, "bytes", len(raw))
 		w, _ := toWire(err)

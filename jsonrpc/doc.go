@@ -5,12 +5,12 @@
 //
 // What this package adds to the library, and why:
 //
-//   - every incoming call runs on a warm worker while the reader waits a
-//     short grace period; a call that takes longer, or calls the peer back,
-//     releases the reader, so a handler that calls the peer back never
-//     deadlocks and a slow one never stalls other messages for longer than the
-//     grace period; handler contexts never derive from the library's recycled
-//     per-request contexts;
+//   - every incoming call runs on the reading goroutine (its stack already
+//     grown, no goroutine switch) for at most a short grace period; a call
+//     that takes longer, or calls the peer back, releases the reader, so a
+//     handler that calls the peer back never deadlocks and a slow one never
+//     stalls other messages for longer than the grace period; handler
+//     contexts never derive from the library's recycled per-request contexts;
 //   - $/cancel both ways: a caller whose context ends sends it and returns at
 //     once; a receiver cancels the handler's context and answers -32800;
 //   - at most 64 calls served at once; the next is answered overloaded at once

@@ -12,30 +12,14 @@ import (
 // No side writes a line over the message bound. A request or notification
 // too big to send fails its caller with too_large before anything is
 // written, and an answer too big to send is replaced by a too_large error to
-// the same id; the connection stays up either way. The sizes below are the
-// library's envelope exactly, so a message at the bound still goes.
+// the same id; the connection stays up either way. A request is measured as
+// encoded (encodeRequest); an answer's size below is the library's envelope
+// exactly, so a message at the bound still goes.
 
 const (
-	callHead   = len(`{"jsonrpc":"2.0","method":`)
-	paramsKey  = len(`,"params":`)
-	idKey      = len(`,"id":`)
 	answerHead = len(`{"jsonrpc":"2.0","id":`)
 	resultKey  = len(`,"result":`)
 )
-
-// callLen is the length of a call's line, without its newline.
-func callLen(method string, id int64, params []byte) int {
-	return notifyLen(method, params) + idKey + digits(id)
-}
-
-// notifyLen is the length of a notification's line, without its newline.
-func notifyLen(method string, params []byte) int {
-	n := callHead + quotedLen(method) + 1
-	if len(params) > 0 {
-		n += paramsKey + len(params)
-	}
-	return n
-}
 
 // answerLen is the length of a successful answer's line, without its
 // newline.

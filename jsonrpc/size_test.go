@@ -13,6 +13,27 @@ import (
 
 const testBound = 1 << 20
 
+// The library's request envelope, measured independently of encodeRequest.
+const (
+	callHead  = len(`{"jsonrpc":"2.0","method":`)
+	paramsKey = len(`,"params":`)
+	idKey     = len(`,"id":`)
+)
+
+// callLen is the length of a call's line, without its newline.
+func callLen(method string, id int64, params []byte) int {
+	return notifyLen(method, params) + idKey + digits(id)
+}
+
+// notifyLen is the length of a notification's line, without its newline.
+func notifyLen(method string, params []byte) int {
+	n := callHead + quotedLen(method) + 1
+	if len(params) > 0 {
+		n += paramsKey + len(params)
+	}
+	return n
+}
+
 // echoFill is how much text fills an echo request's line to the bound
 // exactly: a call's (the first call has id 1) or a notification's.
 func echoFill(notify bool) int {

@@ -2,12 +2,14 @@ package jsonrpc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -17,9 +19,9 @@ var ErrMessageTooLarge = errors.New("message larger than the size bound")
 // errWriteBlocked is the failure of a write the peer did not take in time.
 var errWriteBlocked = errors.New("the peer is not reading its input")
 
-// readBufferSize is how much one read syscall may take from the pipe. The
-// library's line reader asks for 4 KiB at a time; serving those from a larger
-// buffer turns a 16 MiB message into 64 reads instead of 4096.
+// readBufferSize is the line reader's buffer: how much one read syscall may
+// take from the pipe, and the longest line read without an allocation. A
+// longer line is assembled in a buffer of its own, which it keeps.
 const readBufferSize = 256 << 10
 
 // deadliner is a writer whose blocked writes can be bounded (a pollable
@@ -28,12 +30,13 @@ type deadliner interface {
 	SetWriteDeadline(t time.Time) error
 }
 
-// guard sits under the library's NDJSON framer, on the bytes. Reading, it
-// enforces the message bound (the framer has none). Writing, it keeps every
-// frame one line: a raw newline inside a frame can only be JSON whitespace,
-// so it becomes a space, and U+2028/U+2029 (legal raw only inside JSON
-// strings) become their escapes, so line readers in other languages never
-// split a message.
+// guard sits under the library's NDJSON framer, on the bytes. Reading, it is
+// the line reader: it finds each newline with one bytes.IndexByte over the
+// bytes read, enforces the message bound (the framer has none) and hands the
+// line up without copying it. Writing, it keeps every frame one line: a raw
+// newline inside a frame can only be JSON whitespace, so it becomes a space,
+// and U+2028/U+2029 (legal raw only inside JSON strings) become their
+// escapes, so line readers in other languages never split a message.
 //
 // A frame is written whole or the connection ends. Each write gets a
 // deadline; a write that fails (the deadline passed, the pipe broke) closes
@@ -49,21 +52,27 @@ type guard struct {
 	closeR io.Closer
 	closeW io.Closer
 	wdl    deadliner
+	raw    syscall.RawConn // the writer's descriptor, when it is non-blocking
 
 	maxLine      int
 	writeTimeout time.Duration
 
-	// Read side: touched only by the one reading goroutine.
-	buf     []byte
+	// Read side: touched only by the goroutine holding the reader role.
+	buf     []byte // buf[start:end] is read and not yet handed up
 	start   int
 	end     int
-	sinceNL int
+	scanned int    // bytes from start already searched for a newline
+	spare   []byte // the default buffer while a long line has a larger one
+	owned   bool   // the last line has a buffer of its own, which nothing reuses
 
 	mu       sync.Mutex
 	readErr  error // the first read error, kept for the close reason
 	writeErr error // the first failed write; the streams are closed after it
 
 	// Write side: serialized by the framer's own write mutex.
+	rawWrite func(fd uintptr) bool // writes rawFrame once, made once
+	rawFrame []byte
+	rawTaken int
 	scratch  []byte
 	broken   atomic.Bool // a write failed: nothing more is written
 	observer Observer    // sees each frame before it is written; nil: none
@@ -84,49 +93,92 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 	g.closeR, _ = r.(io.Closer)
 	g.closeW, _ = w.(io.Closer)
 	g.wdl, _ = w.(deadliner)
+	g.raw = rawWriter(w)
+	g.rawWrite = func(fd uintptr) bool {
+		g.rawTaken = writeOnce(fd, g.rawFrame)
+		return true
+	}
 	return g
 }
 
-// Read implements io.Reader.
-func (g *guard) Read(p []byte) (int, error) {
-	if g.start == g.end {
-		n, err := g.r.Read(g.buf)
-		if n <= 0 {
-			if err == nil {
-				err = io.ErrNoProgress
-			}
-			g.endRead(err)
-			return 0, err
-		}
-		g.start, g.end = 0, n
-	}
-	n := copy(p, g.buf[g.start:g.end])
-	g.start += n
-	if err := g.account(p[:n]); err != nil {
-		g.endRead(err)
-		return 0, err
-	}
-	return n, nil
+// Read implements io.Reader for the library's framer, which is only ever
+// asked to write: lines are read by readFrame.
+func (g *guard) Read([]byte) (int, error) {
+	return 0, errors.New("jsonrpc: lines are read by the connection's own line reader")
 }
 
-// account tracks line lengths over the bytes about to be handed up.
-func (g *guard) account(b []byte) error {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			g.sinceNL += len(b)
-			if g.sinceNL > g.maxLine {
-				return fmt.Errorf("%w: a line passed %d bytes without ending", ErrMessageTooLarge, g.maxLine)
-			}
-			return nil
-		}
-		if g.sinceNL+i > g.maxLine {
-			return fmt.Errorf("%w: a line of %d bytes, over the %d-byte bound", ErrMessageTooLarge, g.sinceNL+i, g.maxLine)
-		}
-		g.sinceNL = 0
-		b = b[i+1:]
+// readFrame returns the next line without its newline, valid until the next
+// read unless owned says it has a buffer of its own. A clean end of the
+// stream between lines is io.EOF; one inside a line io.ErrUnexpectedEOF; a
+// line over the bound is ErrMessageTooLarge, and reading ends.
+func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return nil
+	for {
+		if i := bytes.IndexByte(g.buf[g.start+g.scanned:g.end], '\n'); i >= 0 {
+			lineEnd := g.start + g.scanned + i
+			if lineEnd-g.start > g.maxLine {
+				return nil, g.failRead(fmt.Errorf("%w: a line of %d bytes, over the %d-byte bound", ErrMessageTooLarge, lineEnd-g.start, g.maxLine))
+			}
+			line := g.buf[g.start:lineEnd]
+			g.start, g.scanned, g.owned = lineEnd+1, 0, false
+			if g.spare != nil {
+				// A long line keeps the buffer it was assembled in; what
+				// follows it goes back to the default buffer.
+				g.end = copy(g.spare, g.buf[g.start:g.end])
+				g.buf, g.spare, g.start, g.owned = g.spare, nil, 0, true
+			}
+			return line, nil
+		}
+		g.scanned = g.end - g.start
+		if g.scanned > g.maxLine {
+			return nil, g.failRead(fmt.Errorf("%w: a line passed %d bytes without ending", ErrMessageTooLarge, g.maxLine))
+		}
+		g.makeRoom()
+		n, err := g.r.Read(g.buf[g.end:])
+		g.end += n
+		if n > 0 {
+			continue
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		g.endRead(err)
+		if errors.Is(err, io.EOF) && g.end > g.start {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+}
+
+// makeRoom makes space after the unread bytes: it moves them to the front
+// of the buffer, or, when they fill it, moves them to a buffer twice as
+// large (never more than a line at the bound needs).
+func (g *guard) makeRoom() {
+	if g.end < len(g.buf) {
+		return
+	}
+	pending := g.end - g.start
+	if pending < len(g.buf) {
+		copy(g.buf, g.buf[g.start:g.end])
+		g.start, g.end = 0, pending
+		return
+	}
+	size := min(2*len(g.buf), g.maxLine+2)
+	size = max(size, pending+1)
+	bigger := make([]byte, size)
+	copy(bigger, g.buf[g.start:g.end])
+	if g.spare == nil {
+		g.spare = g.buf
+	}
+	g.buf, g.start, g.end = bigger, 0, pending
+}
+
+// failRead ends reading on a protocol error.
+func (g *guard) failRead(err error) error {
+	g.endRead(err)
+	return err
 }
 
 func (g *guard) endRead(err error) {
@@ -152,10 +204,15 @@ func (g *guard) Write(p []byte) (int, error) {
 	if g.observer != nil && len(frame) > 0 {
 		g.observer.Observe(true, frame[:len(frame)-1])
 	}
+	taken := g.tryWrite(frame)
+	if taken == len(frame) {
+		return len(p), nil
+	}
 	if g.wdl != nil && g.writeTimeout > 0 {
 		_ = g.wdl.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	}
-	n, err := g.w.Write(frame)
+	n, err := g.w.Write(frame[taken:])
+	n += taken
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("a write blocked for %s (%d of its %d bytes taken), so the connection was closed: %w",
@@ -164,6 +221,22 @@ func (g *guard) Write(p []byte) (int, error) {
 		return min(n, len(p)), g.failWrite(err)
 	}
 	return len(p), nil
+}
+
+// tryWrite offers the frame to a non-blocking pipe or socket once, with no
+// deadline, and says how much of it was taken: a frame the pipe takes at
+// once (nearly every one) costs no deadline, which is a timer. Anything else
+// (a full pipe, an error, a writer with no raw descriptor) is left to the
+// deadline-bounded write.
+func (g *guard) tryWrite(frame []byte) int {
+	if g.raw == nil || g.wdl == nil || g.writeTimeout <= 0 {
+		return 0
+	}
+	g.rawFrame = frame
+	_ = g.raw.Write(g.rawWrite)
+	n := g.rawTaken
+	g.rawFrame, g.rawTaken = nil, 0
+	return n
 }
 
 // failWrite records the first failed write and closes both streams, so

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -23,10 +24,13 @@ type HandlerFunc func(ctx context.Context, params jsontext.Value) (any, error)
 // answers. A Table is filled before its connection starts and then only read.
 type Table struct {
 	handlers map[string]HandlerFunc
+	names    map[string]string // each method's name, for intern
 }
 
 // NewTable returns an empty table.
-func NewTable() *Table { return &Table{handlers: make(map[string]HandlerFunc)} }
+func NewTable() *Table {
+	return &Table{handlers: make(map[string]HandlerFunc), names: make(map[string]string)}
+}
 
 // HandleRaw registers fn for method. Registering a method twice is a
 // programming error and panics with the method's name.
@@ -38,6 +42,7 @@ func (t *Table) HandleRaw(method string, fn HandlerFunc) *Table {
 		panic(fmt.Sprintf("jsonrpc: Handle %q: registered twice", method))
 	}
 	t.handlers[method] = fn
+	t.names[method] = method
 	return t
 }
 
@@ -105,6 +110,16 @@ func decodeProblem(err error) string {
 		return fmt.Sprintf("are not valid JSON at %s: %v", syn.JSONPointer, syn.Err)
 	}
 	return err.Error()
+}
+
+// intern returns the table's own copy of a method name it serves, and a
+// copy of any other: the name a call arrives with is borrowed from the read
+// buffer.
+func (t *Table) intern(method string) string {
+	if name, ok := t.names[method]; ok {
+		return name
+	}
+	return strings.Clone(method)
 }
 
 // Lookup returns the handler for method.

@@ -37,10 +37,9 @@ import (
 // library without a scan of its own.
 var requestPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
 
-// frameIO is the library's framer as the wire drives it: whole frames, read
-// and written.
-type frameIO interface {
-	ReadFrame(ctx context.Context) ([]byte, int64, error)
+// frameWriter is the library's framer as the wire writes through it: whole
+// frames, each under the framer's own write lock.
+type frameWriter interface {
 	WriteFrame(ctx context.Context, data []byte) (int64, error)
 }
 
@@ -50,7 +49,7 @@ type frameIO interface {
 // it knows which ids it waits for and can say what a bad answer did.
 type wire struct {
 	jsonrpc2.Stream
-	frames frameIO
+	frames frameWriter
 	c      *Conn
 
 	// current is the frame last handed to the library, valid until the
@@ -68,17 +67,18 @@ type wire struct {
 }
 
 func newWire(c *Conn, s jsonrpc2.Stream) *wire {
-	return &wire{Stream: s, frames: s.(frameIO), c: c, stopped: make(chan struct{})}
+	return &wire{Stream: s, frames: s.(frameWriter), c: c, stopped: make(chan struct{})}
 }
 
 // ReadFrame implements the library's frame reader: it returns the next
 // request, handling everything else on the way.
 func (w *wire) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 	for {
-		frame, n, err := w.frames.ReadFrame(ctx)
+		frame, err := w.c.guard.readFrame(ctx)
 		if err != nil {
 			return nil, 0, w.stop(err)
 		}
+		n := int64(len(frame) + 1)
 		w.current = frame
 		if o := w.c.opts.Observer; o != nil {
 			o.Observe(false, frame)

@@ -1,0 +1,84 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chunkReader hands its data out a few bytes at a time, so lines straddle
+// reads.
+type chunkReader struct {
+	data  []byte
+	chunk int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.chunk)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestLineReaderAcrossReadsAndLongLines reads short lines, lines longer than
+// the reader's buffer (which keep a buffer of their own) and the short lines
+// that follow them in the same read, whatever the reads' sizes.
+func TestLineReaderAcrossReadsAndLongLines(t *testing.T) {
+	want := []string{"a", "", strings.Repeat("b", readBufferSize+17), "c", strings.Repeat("d", 3*readBufferSize), "e"}
+	input := []byte(strings.Join(want, "\n") + "\n")
+	for _, chunk := range []int{1 << 20, 4096, 7} {
+		g := newGuard(&chunkReader{data: input, chunk: chunk}, io.Discard, 4*readBufferSize, time.Second)
+		var kept [][]byte
+		for i, w := range want {
+			line, err := g.readFrame(context.Background())
+			if err != nil {
+				t.Fatalf("chunk %d, line %d: %v", chunk, i, err)
+			}
+			if string(line) != w {
+				t.Fatalf("chunk %d, line %d: got %d bytes, want %d", chunk, i, len(line), len(w))
+			}
+			if g.owned != (len(w) > readBufferSize) {
+				t.Fatalf("chunk %d, line %d (%d bytes): owned %v", chunk, i, len(w), g.owned)
+			}
+			if g.owned {
+				kept = append(kept, line)
+			}
+		}
+		if _, err := g.readFrame(context.Background()); !errors.Is(err, io.EOF) {
+			t.Fatalf("chunk %d: after the last line got %v, want EOF", chunk, err)
+		}
+		// An owned line is never rewritten by the reads after it.
+		if !bytes.Equal(kept[0], []byte(want[2])) || !bytes.Equal(kept[1], []byte(want[4])) {
+			t.Fatalf("chunk %d: a long line was rewritten after it was handed up", chunk)
+		}
+	}
+}
+
+// TestLineReaderBoundAndCutOffLine ends reading on a line over the bound,
+// with or without its newline, and reports a last line without one as cut
+// off.
+func TestLineReaderBoundAndCutOffLine(t *testing.T) {
+	for _, input := range []string{strings.Repeat("x", 101) + "\n", strings.Repeat("x", 500)} {
+		g := newGuard(&chunkReader{data: []byte("ok\n" + input), chunk: 64}, io.Discard, 100, time.Second)
+		if line, err := g.readFrame(context.Background()); err != nil || string(line) != "ok" {
+			t.Fatalf("first line: %q, %v", line, err)
+		}
+		if _, err := g.readFrame(context.Background()); !errors.Is(err, ErrMessageTooLarge) {
+			t.Fatalf("%d bytes: got %v, want ErrMessageTooLarge", len(input), err)
+		}
+	}
+	g := newGuard(&chunkReader{data: []byte(strings.Repeat("x", 100)), chunk: 64}, io.Discard, 100, time.Second)
+	if _, err := g.readFrame(context.Background()); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a line cut off by the end: got %v, want io.ErrUnexpectedEOF", err)
+	}
+	g = newGuard(&chunkReader{data: []byte(strings.Repeat("x", 100) + "\n"), chunk: 64}, io.Discard, 100, time.Second)
+	if line, err := g.readFrame(context.Background()); err != nil || len(line) != 100 {
+		t.Fatalf("a line at the bound: %d bytes, %v", len(line), err)
+	}
+}
