@@ -123,9 +123,12 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 			}
 			line := g.buf[g.start:lineEnd]
 			g.start, g.scanned, g.owned = lineEnd+1, 0, false
-			if g.spare != nil {
+			if g.spare != nil && g.end-g.start <= len(g.spare) {
 				// A long line keeps the buffer it was assembled in; what
-				// follows it goes back to the default buffer.
+				// follows it goes back to the default buffer. When more
+				// follows than that buffer holds (one read of a socket can
+				// bring a lot), the reader stays in the large buffer and
+				// the line is only valid until the next read.
 				g.end = copy(g.spare, g.buf[g.start:g.end])
 				g.buf, g.spare, g.start, g.owned = g.spare, nil, 0, true
 			}

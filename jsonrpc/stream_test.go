@@ -82,3 +82,33 @@ func TestLineReaderBoundAndCutOffLine(t *testing.T) {
 		t.Fatalf("a line at the bound: %d bytes, %v", len(line), err)
 	}
 }
+
+// TestLineReaderKeepsWhatFollowsALongLineBeyondTheDefaultBuffer reads a
+// long line that one read delivers together with more than the default
+// buffer's worth of the lines after it (a socket hands over what it holds):
+// none of what follows may be lost when the reader goes back to its default
+// buffer.
+func TestLineReaderKeepsWhatFollowsALongLineBeyondTheDefaultBuffer(t *testing.T) {
+	var want []string
+	// 2.7 buffers: the buffer doubles to four, and the read that ends the
+	// line brings well over one buffer of what follows.
+	want = append(want, strings.Repeat("L", 27*readBufferSize/10))
+	for i := range 3 * readBufferSize / 100 {
+		want = append(want, strings.Repeat(string(rune('a'+i%26)), 99))
+	}
+	want = append(want, strings.Repeat("M", 2*readBufferSize), "end")
+	input := []byte(strings.Join(want, "\n") + "\n")
+	g := newGuard(&chunkReader{data: input, chunk: len(input)}, io.Discard, 4*readBufferSize, time.Second)
+	for i, w := range want {
+		line, err := g.readFrame(context.Background())
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if string(line) != w {
+			t.Fatalf("line %d: got %d bytes (%.20q…), want %d (%.20q…)", i, len(line), line, len(w), w)
+		}
+	}
+	if _, err := g.readFrame(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last line got %v, want EOF", err)
+	}
+}
