@@ -45,6 +45,23 @@ func TestDashboardFollowsARealDaemon(t *testing.T) {
 	if ev.Sequence == 0 {
 		t.Fatalf("the emitted Event has no sequence: %+v", ev)
 	}
+	// Where the router sent it, as the daemon says.
+	d, err := e.C.EventRoute(context.Background(), ev.ID, 30*time.Second)
+	if err != nil || d.State == client.RoutePending {
+		t.Fatalf("the route of %s: %+v %v", ev.ID, d, err)
+	}
+	want := "no route matched"
+	if d.Work != "" {
+		want = d.Work
+	}
+	h.waitFor("the Event's route, "+want, func(s string) bool {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.Contains(l, "tui.test") && strings.Contains(l, want[:min(len(want), 20)]) {
+				return true
+			}
+		}
+		return false
+	})
 
 	e.Kill()
 	h.waitShows("disconnected, retrying")
