@@ -1,7 +1,6 @@
 package pages
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -36,15 +35,10 @@ var (
 // at a time. It follows the end unless the operator scrolled up.
 type Logs struct {
 	c *common.Common
-	// wait is how long one read waits for the log to grow; retry how
-	// long to wait after a failed read.
-	wait, retry time.Duration
-	// names is the daemon's packages, for left and right.
-	names []string
-	// name is the package followed; gen counts the choices, so the answer
-	// to a read for an earlier one is dropped.
-	name string
-	gen  int
+	// f follows the chosen package's log; wait is how long one read
+	// waits for the log to grow.
+	f    *follower[client.Log]
+	wait time.Duration
 	// lines hold the log's last lines; first is the number of lines[0]
 	// counted from the start of the tail.
 	lines []string
@@ -54,35 +48,21 @@ type Logs struct {
 	// read starts.
 	started bool
 	offset  int64
-	// inFlight says a read is out; stop ends it early when the package
-	// changes.
-	inFlight bool
-	stop     context.CancelFunc
 	// follow shows the end as lines come; else top is the number of the
 	// first shown line. body is the height the lines were last drawn in.
 	follow bool
 	top    int
 	body   int
 	filter common.Filter
-	// failed is why the last read failed, while it is retried.
-	failed string
 }
-
-type (
-	// logMsg is the answer to one read of a log.
-	logMsg struct {
-		gen int
-		log client.Log
-		err error
-	}
-	// logRetryMsg asks again after a failed read.
-	logRetryMsg struct{ gen int }
-)
 
 // NewLogs returns the Logs pane; a read waits up to wait for the log to
 // grow, and a failed read is tried again after retry.
 func NewLogs(c *common.Common, wait, retry time.Duration) *Logs {
-	return &Logs{c: c, wait: wait, retry: retry, follow: true}
+	p := &Logs{c: c, wait: wait, follow: true}
+	p.f = &follower[client.Log]{c: c, pane: p.Title(), what: "the log", retry: retry,
+		query: p.query, reset: p.reset, take: p.take}
+	return p
 }
 
 // Title implements Page.
@@ -99,37 +79,18 @@ func (p *Logs) HelpKeys() []key.Binding {
 
 // Status implements Page.
 func (p *Logs) Status() string {
-	if p.failed != "" && !p.filter.Typing() {
-		return p.c.Styles.Error.Render(p.failed)
+	if p.f.failed != "" && !p.filter.Typing() {
+		return p.c.Styles.Error.Render(p.f.failed)
 	}
 	return p.filter.Status()
 }
 
 // Update implements Page.
 func (p *Logs) Update(msg tea.Msg) tea.Cmd {
-	switch msg := msg.(type) {
-	case common.Snapshot:
-		p.names = p.names[:0]
-		for _, e := range msg.Extensions.Extensions {
-			p.names = append(p.names, e.Name)
-		}
-	case common.ShownMsg:
-		// Shown following no package yet: follow the one the Extensions
-		// pane points at, else the first.
-		if p.name == "" {
-			return p.choose(cmp.Or(msg.Package, cycle(p.names, "", 0)))
-		}
-	case common.SwitchMsg:
-		if msg.Pane == p.Title() && msg.Package != "" {
-			return p.choose(msg.Package)
-		}
-	case logMsg:
-		return p.answered(msg)
-	case logRetryMsg:
-		if msg.gen == p.gen && !p.inFlight {
-			return p.read()
-		}
-	case tea.KeyPressMsg:
+	if cmd, ok := p.f.update(msg); ok {
+		return cmd
+	}
+	if msg, ok := msg.(tea.KeyPressMsg); ok {
 		return p.key(msg)
 	}
 	return nil
@@ -141,85 +102,34 @@ func (p *Logs) key(msg tea.KeyPressMsg) tea.Cmd {
 		p.follow = true
 		return nil
 	}
-	switch {
-	case key.Matches(msg, nextPackageKey):
-		return p.choose(cycle(p.names, p.name, 1))
-	case key.Matches(msg, prevPackageKey):
-		return p.choose(cycle(p.names, p.name, -1))
+	if cmd, ok := p.f.packageKey(msg); ok {
+		return cmd
 	}
 	p.scrollKey(msg)
 	return nil
 }
 
-// cycle is the name step places from current in names (wrapping), the
-// first when current is not among them.
-func cycle(names []string, current string, step int) string {
-	if len(names) == 0 {
-		return current
-	}
-	for i, n := range names {
-		if n == current {
-			return names[(i+step+len(names))%len(names)]
-		}
-	}
-	return names[0]
-}
-
-// choose follows package name from its last lines, dropping the lines of
-// the one followed before; a read still out for that one is ended, and
-// the new read starts when its answer comes.
-func (p *Logs) choose(name string) tea.Cmd {
-	if name == "" || name == p.name {
-		return nil
-	}
-	p.gen++
-	p.name, p.lines, p.first, p.path = name, nil, 0, ""
-	p.started, p.offset, p.failed = false, 0, ""
+// reset drops what was read of the package followed before.
+func (p *Logs) reset() {
+	p.lines, p.first, p.path = nil, 0, ""
+	p.started, p.offset = false, 0
 	p.follow, p.top = true, 0
-	if p.inFlight {
-		p.stop()
-		return nil
-	}
-	return p.read()
 }
 
-// read asks for the log's last lines, or what it gained since the offset.
-func (p *Logs) read() tea.Cmd {
-	api, gen, name := p.c.API, p.gen, p.name
-	started, offset, wait := p.started, p.offset, p.wait
-	ctx, stop := context.WithCancel(p.c.Ctx)
-	p.inFlight, p.stop = true, stop
-	return func() tea.Msg {
-		defer stop()
-		var l client.Log
-		var err error
+// query is the next read of package name: its last lines, or what it
+// gained since the offset.
+func (p *Logs) query(name string) func(ctx context.Context) (client.Log, error) {
+	api, started, offset, wait := p.c.API, p.started, p.offset, p.wait
+	return func(ctx context.Context) (client.Log, error) {
 		if started {
-			l, err = api.LogsAfter(ctx, name, offset, wait)
-		} else {
-			l, err = api.Logs(ctx, name, TailLines)
+			return api.LogsAfter(ctx, name, offset, wait)
 		}
-		return logMsg{gen: gen, log: l, err: err}
+		return api.Logs(ctx, name, TailLines)
 	}
 }
 
-// answered takes a read's answer: an answer for an earlier choice only
-// frees the way for the current one's read; a failure is said and tried
-// again after the retry delay.
-func (p *Logs) answered(msg logMsg) tea.Cmd {
-	p.inFlight = false
-	if msg.gen != p.gen {
-		return p.read()
-	}
-	if msg.err != nil {
-		if p.c.Ctx.Err() != nil {
-			return nil
-		}
-		p.failed = fmt.Sprintf("reading the log of %s: %v; trying again in %s", p.name, msg.err, p.retry)
-		gen := p.gen
-		return tea.Tick(p.retry, func(time.Time) tea.Msg { return logRetryMsg{gen: gen} })
-	}
-	p.failed = ""
-	l := msg.log
+// take keeps what a read brought.
+func (p *Logs) take(l client.Log) {
 	if l.Path != "" {
 		p.path = l.Path
 	}
@@ -230,7 +140,6 @@ func (p *Logs) answered(msg logMsg) tea.Cmd {
 		p.add(clean(line))
 	}
 	p.started, p.offset = true, l.Offset
-	return p.read()
 }
 
 // add keeps a line, dropping the oldest beyond MaxLogLines.
@@ -300,7 +209,7 @@ func (p *Logs) position(shown []int) int {
 // View implements Page.
 func (p *Logs) View(height int) string {
 	w := p.c.Width
-	if p.name == "" {
+	if p.f.name == "" {
 		return common.Fit("no package chosen: l on the Extensions pane shows its log here; ←/→ choose one", w)
 	}
 	p.body = max(1, height-1)
@@ -311,7 +220,7 @@ func (p *Logs) View(height int) string {
 	if !p.follow {
 		where = fmt.Sprintf("scrolled up, %d line(s) below: end follows again", len(shown)-end)
 	}
-	head := fmt.Sprintf("log of %s (%s; ←/→ package)  %s", p.name, where, p.path)
+	head := fmt.Sprintf("log of %s (%s; ←/→ package)  %s", p.f.name, where, p.path)
 	lines := []string{p.c.Styles.Header.Render(common.Fit(head, w))}
 	switch {
 	case !p.started:

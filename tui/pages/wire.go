@@ -2,7 +2,6 @@ package pages
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,28 +25,23 @@ const MaxWireRows = 1000
 // long-polls the tap, one read at a time; entries the tap dropped before
 // they were read show as a gap row.
 type Wire struct {
-	c           *common.Common
-	wait, retry time.Duration
-	names       []string
-	// name is the package followed; gen counts the choices, so the answer
-	// to a read for an earlier one is dropped.
-	name string
-	gen  int
+	c *common.Common
+	// f follows the chosen package's tap; wait is how long one read waits
+	// for a new entry.
+	f    *follower[client.WirePage]
+	wait time.Duration
 	// rows are the entries read, in order, with the gaps between them;
 	// after is the cursor of the next read.
-	rows     []wireRow
-	after    uint64
-	started  bool
-	inFlight bool
-	stop     context.CancelFunc
-	cur      cursor
-	follow   bool
-	filter   common.Filter
+	rows    []wireRow
+	after   uint64
+	started bool
+	cur     cursor
+	follow  bool
+	filter  common.Filter
 	// open is the entry shown whole (nil for the list); scroll is how far
 	// down it is read.
 	open   *client.WireEntry
 	scroll scroller
-	failed string
 }
 
 // wireRow is an entry, or (entry nil) a gap of dropped entries.
@@ -58,21 +52,13 @@ type wireRow struct {
 	restarted bool
 }
 
-type (
-	// wireMsg is the answer to one read of a wire tap.
-	wireMsg struct {
-		gen  int
-		page client.WirePage
-		err  error
-	}
-	// wireRetryMsg asks again after a failed read.
-	wireRetryMsg struct{ gen int }
-)
-
 // NewWire returns the Wire pane; a read waits up to wait for a new entry,
 // and a failed read is tried again after retry.
 func NewWire(c *common.Common, wait, retry time.Duration) *Wire {
-	return &Wire{c: c, wait: wait, retry: retry, follow: true}
+	p := &Wire{c: c, wait: wait, follow: true}
+	p.f = &follower[client.WirePage]{c: c, pane: p.Title(), what: "the wire tap", retry: retry,
+		query: p.query, reset: p.reset, take: p.take}
+	return p
 }
 
 // Title implements Page.
@@ -89,8 +75,8 @@ func (p *Wire) HelpKeys() []key.Binding {
 
 // Status implements Page.
 func (p *Wire) Status() string {
-	if p.failed != "" && !p.filter.Typing() {
-		return p.c.Styles.Error.Render(p.failed)
+	if p.f.failed != "" && !p.filter.Typing() {
+		return p.c.Styles.Error.Render(p.f.failed)
 	}
 	if p.open != nil {
 		return ""
@@ -100,29 +86,10 @@ func (p *Wire) Status() string {
 
 // Update implements Page.
 func (p *Wire) Update(msg tea.Msg) tea.Cmd {
-	switch msg := msg.(type) {
-	case common.Snapshot:
-		p.names = p.names[:0]
-		for _, e := range msg.Extensions.Extensions {
-			p.names = append(p.names, e.Name)
-		}
-	case common.ShownMsg:
-		// Shown following no package yet: follow the one the Extensions
-		// pane points at, else the first.
-		if p.name == "" {
-			return p.choose(cmp.Or(msg.Package, cycle(p.names, "", 0)))
-		}
-	case common.SwitchMsg:
-		if msg.Pane == p.Title() && msg.Package != "" {
-			return p.choose(msg.Package)
-		}
-	case wireMsg:
-		return p.answered(msg)
-	case wireRetryMsg:
-		if msg.gen == p.gen && !p.inFlight {
-			return p.read()
-		}
-	case tea.KeyPressMsg:
+	if cmd, ok := p.f.update(msg); ok {
+		return cmd
+	}
+	if msg, ok := msg.(tea.KeyPressMsg); ok {
 		return p.key(msg)
 	}
 	return nil
@@ -143,12 +110,11 @@ func (p *Wire) key(msg tea.KeyPressMsg) tea.Cmd {
 		p.cur.at = len(p.shown()) - 1
 		return nil
 	}
+	if cmd, ok := p.f.packageKey(msg); ok {
+		return cmd
+	}
 	shown := p.shown()
 	switch {
-	case key.Matches(msg, nextPackageKey):
-		return p.choose(cycle(p.names, p.name, 1))
-	case key.Matches(msg, prevPackageKey):
-		return p.choose(cycle(p.names, p.name, -1))
 	case key.Matches(msg, k.Enter):
 		if p.cur.at < len(shown) && shown[p.cur.at].entry != nil {
 			p.open, p.scroll = shown[p.cur.at].entry, scroller{}
@@ -159,60 +125,31 @@ func (p *Wire) key(msg tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// choose follows package name's tap from the oldest entry it holds.
-func (p *Wire) choose(name string) tea.Cmd {
-	if name == "" || name == p.name {
-		return nil
-	}
-	p.gen++
-	p.name, p.rows, p.after, p.started, p.failed = name, nil, 0, false, ""
+// reset drops what was read of the package followed before: its tap is
+// read from the oldest entry it holds.
+func (p *Wire) reset() {
+	p.rows, p.after, p.started = nil, 0, false
 	p.open, p.follow, p.cur = nil, true, cursor{}
-	if p.inFlight {
-		p.stop()
-		return nil
-	}
-	return p.read()
 }
 
-func (p *Wire) read() tea.Cmd {
-	api, gen, name := p.c.API, p.gen, p.name
-	q := client.WireQuery{After: p.after}
+// query is the next read of package name's tap, after the cursor.
+func (p *Wire) query(name string) func(ctx context.Context) (client.WirePage, error) {
+	api, q := p.c.API, client.WireQuery{After: p.after}
 	if p.started {
 		// Catching up answers at once; only a read at the end waits.
 		q.Wait = p.wait
 	}
-	ctx, stop := context.WithCancel(p.c.Ctx)
-	p.inFlight, p.stop = true, stop
-	return func() tea.Msg {
-		defer stop()
-		page, err := api.Wire(ctx, name, q)
-		return wireMsg{gen: gen, page: page, err: err}
-	}
+	return func(ctx context.Context) (client.WirePage, error) { return api.Wire(ctx, name, q) }
 }
 
-// answered takes a read's answer, as the Logs pane does: an answer for
-// an earlier choice is dropped, a failure tried again after the delay.
-func (p *Wire) answered(msg wireMsg) tea.Cmd {
-	p.inFlight = false
-	if msg.gen != p.gen {
-		return p.read()
-	}
-	if msg.err != nil {
-		if p.c.Ctx.Err() != nil {
-			return nil
-		}
-		p.failed = fmt.Sprintf("reading the wire tap of %s: %v; trying again in %s", p.name, msg.err, p.retry)
-		gen := p.gen
-		return tea.Tick(p.retry, func(time.Time) tea.Msg { return wireRetryMsg{gen: gen} })
-	}
-	p.failed = ""
-	pg := msg.page
+// take keeps what a read brought.
+func (p *Wire) take(pg client.WirePage) {
 	if p.started && pg.Latest < p.after {
 		// The daemon restarted and its tap numbers from 1 again: read it
 		// from its start rather than wait past a cursor it never reaches.
 		p.addRow(wireRow{restarted: true})
 		p.after = 0
-		return p.read()
+		return
 	}
 	if p.started && pg.Oldest > p.after+1 {
 		p.addRow(wireRow{dropped: pg.Oldest - p.after - 1})
@@ -230,7 +167,6 @@ func (p *Wire) answered(msg wireMsg) tea.Cmd {
 	if p.follow {
 		p.cur.at = len(p.shown()) - 1
 	}
-	return p.read()
 }
 
 // addRow keeps a row, dropping the oldest beyond MaxWireRows.
@@ -290,13 +226,13 @@ var wireColumns = []common.Column{
 // View implements Page.
 func (p *Wire) View(height int) string {
 	w := p.c.Width
-	if p.name == "" {
+	if p.f.name == "" {
 		return common.Fit("no package chosen: w on the Extensions pane shows its wire tap here; ←/→ choose one", w)
 	}
 	if p.open != nil {
 		return p.viewEntry(height)
 	}
-	head := p.c.Styles.Header.Render(common.Fit("wire tap of "+p.name+"  (enter shows a line whole; ←/→ package)", w))
+	head := p.c.Styles.Header.Render(common.Fit("wire tap of "+p.f.name+"  (enter shows a line whole; ←/→ package)", w))
 	shown := p.shown()
 	switch {
 	case !p.started:
