@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -92,6 +93,24 @@ func serveCommand() *command {
 func stop(d *daemon.Daemon, first os.Signal, stops <-chan os.Signal, logger *slog.Logger) error {
 	logger.Info("stopping: waiting for the packages to stop; a second SIGINT or SIGTERM kills them at once",
 		"signal", first.String(), "grace", daemon.StopGrace)
+	err := shutdown(d, stops, func(sig os.Signal) {
+		logger.Warn("second signal: killing the packages still stopping", "signal", sig.String())
+	})
+	if sig, ok := errors.AsType[signalled](err); ok {
+		return fmt.Errorf("stopped at a second %s: the packages still stopping were killed", sig.sig)
+	}
+	return err
+}
+
+// signalled is shutdown's answer when a signal cut the wait short.
+type signalled struct{ sig os.Signal }
+
+func (s signalled) Error() string { return "stopped at " + s.sig.String() }
+
+// shutdown stops the daemon, waiting for its packages to stop (at most
+// daemon.StopGrace). A signal on stops while it waits kills them at once:
+// onSignal hears of it first, and the answer is a signalled error.
+func shutdown(d *daemon.Daemon, stops <-chan os.Signal, onSignal func(os.Signal)) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -100,10 +119,10 @@ func stop(d *daemon.Daemon, first os.Signal, stops <-chan os.Signal, logger *slo
 	case err := <-done:
 		return err
 	case sig := <-stops:
-		logger.Warn("second signal: killing the packages still stopping", "signal", sig.String())
+		onSignal(sig)
 		cancel()
 		<-done
-		return fmt.Errorf("stopped at a second %s: the packages still stopping were killed", sig)
+		return signalled{sig}
 	}
 }
 

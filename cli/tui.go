@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -136,18 +135,11 @@ func stopEmbedded(d *daemon.Daemon, stderr io.Writer) error {
 	signal.Notify(stops, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(stops)
 	fmt.Fprintf(stderr, "stopping the daemon: waiting up to %s for its packages to stop (ctrl+c kills them at once)\n", daemon.StopGrace)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- d.Shutdown(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case sig := <-stops:
-		cancel()
-		<-done
-		return fmt.Errorf("stopped at %s: the packages still stopping were killed", sig)
+	err := shutdown(d, stops, func(os.Signal) {})
+	if sig, ok := errors.AsType[signalled](err); ok {
+		return fmt.Errorf("stopped at %s: the packages still stopping were killed", sig.sig)
 	}
+	return err
 }
 
 // lazyFile is a log file opened at its first write. The daemon creates
