@@ -118,9 +118,9 @@ func (quiet) Errorf(string, ...any)          {}
 func (quiet) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
 
 // key is the Pebble key pebblekv gives kvbench's key of writer's commit
-// i: the KV family byte, the namespace and its terminator, then the key.
+// i: the KV family byte, the namespace's length and bytes, then the key.
 func (r *rawStore) key(writer string, i int) []byte {
-	return fmt.Appendf(nil, "k%s\x00%s", kvbench.Name, kvbench.Key(writer, i))
+	return fmt.Appendf(nil, "k%c%s%s", byte(len(kvbench.Name)), kvbench.Name, kvbench.Key(writer, i))
 }
 
 // commits makes n synced single-put commits with each of w committers at
