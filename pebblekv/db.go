@@ -416,6 +416,9 @@ func (db *DB) apply(b *pebble.Batch, fn func(tx *Tx) error) (n uint64, err error
 		return 0, err
 	}
 	if db.write.Sync {
+		// Pebble marks ApplyNoSyncWait experimental (CockroachDB's
+		// pipelined commits use it); TestUpdatesShareTheWALSync pins what
+		// the store relies on, so an upgrade that changes it fails there.
 		err = db.pdb.ApplyNoSyncWait(b, db.write)
 	} else {
 		err = b.Commit(db.write)
