@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Sentinel errors of the store itself. Refusals an extension can cause are
@@ -76,16 +77,22 @@ type Options struct {
 	// go on after a WAL write fails. 0 means DefaultReserve; a negative
 	// Reserve turns the check off.
 	Reserve int64
-	// Committed, when set, is called after each Update's batch commits
-	// (synced, unless NoSync), with the store's commit number (Commits).
-	// It runs under the writer lock, so calls come in order; it must be
-	// quick.
+	// Committed, when set, is called as Updates' batches become durable
+	// (synced, unless NoSync), with the store's commit number (Commits):
+	// calls come one at a time and in order, never with a number already
+	// reported. Commits made durable by one WAL sync may be reported by
+	// one call with the last of them, since a commit durable means every
+	// earlier one is. It must be quick: it holds up the next report.
 	Committed func(commit uint64)
 	// ManifestSynced, when set, is called after Pebble synced a change to
 	// its MANIFEST (a flush, a compaction, a new MANIFEST), with how far the
 	// MANIFEST now reaches. It runs on Pebble's goroutines, and never with
 	// a smaller mark than an earlier call.
 	ManifestSynced func(ManifestMark)
+
+	// fs, when set, is the filesystem Pebble writes through (tests watch
+	// the WAL's syncs with it).
+	fs vfs.FS
 }
 
 // DefaultCacheSize is the block cache's size when Options leave it 0. Pebble's
@@ -120,16 +127,24 @@ type DB struct {
 	life   sync.RWMutex
 	closed bool
 
-	// writer serializes Updates, from the batch's creation to its commit, so
-	// the reads inside one (sequence, dedupe, checks) see every earlier
-	// commit and no concurrent one. A Pebble batch detects no conflicts; this
-	// mutex is what makes an Update a transaction.
+	// writer serializes Updates, from the batch's creation until Pebble
+	// applied it (made it visible), so the reads inside one (sequence,
+	// dedupe, checks) see every earlier commit and no concurrent one. A
+	// Pebble batch detects no conflicts; this mutex is what makes an Update
+	// a transaction. The WAL sync is waited for after it is released, so
+	// the syncs of Updates that overlap are one fsync (Pebble's group
+	// commit).
 	writer sync.Mutex
+	// applied is the number of the last commit applied; written under
+	// writer.
+	applied uint64
 
-	// id and commits identify the store and count its Updates; commits is
-	// written under writer and read by anyone.
+	// id and commits identify the store and count its durable Updates;
+	// commits is written under synced and read by anyone.
 	id      string
 	commits atomic.Uint64
+	// synced orders the reports of durable commits (commits, committed).
+	synced sync.Mutex
 
 	health health
 }
@@ -231,6 +246,9 @@ func (db *DB) pebbleOptions(opts *Options, mustExist bool) *pebble.Options {
 			},
 		},
 	}
+	if opts.fs != nil {
+		po.FS = opts.fs
+	}
 	// Bloom filters keep point lookups of absent keys (dedupe, absence
 	// checks) off the disk; every level inherits L0's policy.
 	po.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
@@ -266,6 +284,7 @@ func (db *DB) loadMeta() error {
 	db.id = string(id)
 	if len(c) == 8 {
 		db.commits.Store(binary.BigEndian.Uint64(c))
+		db.applied = db.commits.Load()
 	}
 	if db.readOnly || (found && db.id != "") {
 		return nil
@@ -300,7 +319,8 @@ func (db *DB) initMeta(hasFormat bool) error {
 func (db *DB) ID() string { return db.id }
 
 // Commits is the number of Updates that committed writes since the store
-// was created, as recovered at Open and counted since.
+// was created, as recovered at Open and counted since: each counts once it
+// is durable.
 func (db *DB) Commits() uint64 { return db.commits.Load() }
 
 // Dir is the store's directory.
@@ -331,11 +351,17 @@ func (db *DB) Close() error {
 // returns an error or panics, nothing applies and the error or panic is
 // passed on. A batch with no writes commits nothing.
 //
-// # Serialization
+// # Serialization and durability
 //
-// Updates hold the DB's writer mutex from start to commit, so they run one at
-// a time, each seeing every earlier commit. fn must not call Update or View
-// on the same DB: it would deadlock. Read through tx instead.
+// Updates hold the DB's writer mutex from start until Pebble applied the
+// batch, so they run one at a time, each seeing every earlier commit. The
+// writer mutex is released before the WAL sync is waited for, so Updates
+// that commit while a sync runs share the next one (Pebble's group commit);
+// Update returns only once its batch is durable, and a durable commit means
+// every earlier one is (the WAL is synced in order). As with Pebble's own
+// synced commits, a commit is visible to other Views and Updates while its
+// sync runs. fn must not call Update or View on the same DB: it would
+// deadlock. Read through tx instead.
 //
 // # Refusals
 //
@@ -352,39 +378,71 @@ func (db *DB) Update(fn func(tx *Tx) error) (err error) {
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	db.writer.Lock()
-	defer db.writer.Unlock()
 	defer db.recoverFatal(&err)
 	b := db.pdb.NewIndexedBatch()
 	defer b.Close()
+	n, err := db.apply(b, fn)
+	if err != nil || n == 0 {
+		return err
+	}
+	if db.write.Sync {
+		if err := b.SyncWait(); err != nil {
+			return fmt.Errorf("pebblekv: commit: %w", err)
+		}
+	}
+	db.durable(n)
+	return nil
+}
+
+// apply runs fn on b under the writer mutex and, unless fn failed or wrote
+// nothing, applies b (without waiting for its WAL sync) as commit number
+// n; n is 0 when nothing was applied.
+func (db *DB) apply(b *pebble.Batch, fn func(tx *Tx) error) (n uint64, err error) {
+	db.writer.Lock()
+	defer db.writer.Unlock()
 	tx := &Tx{Reader: &Reader{src: b}, b: b}
 	defer tx.close()
 	if err := fn(tx); err != nil {
-		return db.named(err)
+		return 0, db.named(err)
 	}
 	if b.Empty() {
-		return nil
+		return 0, nil
 	}
-	return db.commit(b)
-}
-
-// commit counts and commits b, unless the disk lacks the room for it.
-func (db *DB) commit(b *pebble.Batch) error {
-	n := db.commits.Load() + 1
+	n = db.applied + 1
 	if err := b.Set(metaCommits, binary.BigEndian.AppendUint64(nil, n), nil); err != nil {
-		return fmt.Errorf("pebblekv: set: %w", err)
+		return 0, fmt.Errorf("pebblekv: set: %w", err)
 	}
 	if err := db.room(int64(b.Len())); err != nil {
-		return err
+		return 0, err
 	}
-	if err := b.Commit(db.write); err != nil {
-		return fmt.Errorf("pebblekv: commit: %w", err)
+	if db.write.Sync {
+		// Pebble marks ApplyNoSyncWait experimental (CockroachDB's
+		// pipelined commits use it); TestUpdatesShareTheWALSync pins what
+		// the store relies on, so an upgrade that changes it fails there.
+		err = db.pdb.ApplyNoSyncWait(b, db.write)
+	} else {
+		err = b.Commit(db.write)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pebblekv: commit: %w", err)
+	}
+	db.applied = n
+	return n, nil
+}
+
+// durable records that commit n is durable, and with it every earlier one:
+// Commits moves up to n and Options.Committed hears of it, unless a later
+// commit was reported first.
+func (db *DB) durable(n uint64) {
+	db.synced.Lock()
+	defer db.synced.Unlock()
+	if n <= db.commits.Load() {
+		return
 	}
 	db.commits.Store(n)
 	if db.committed != nil {
 		db.committed(n)
 	}
-	return nil
 }
 
 // View runs fn against a consistent snapshot: every read inside it sees the

@@ -6,8 +6,9 @@
 // function against a [Tx] that reads its own writes and commits the batch
 // synced when the function returns nil; [DB.View] reads a consistent
 // snapshot. Writers are serialized by a mutex in the DB (a Pebble batch
-// detects no conflicts), so every read-check-write inside one Update sees
-// every earlier commit and no concurrent one.
+// detects no conflicts) until Pebble has applied their batch, so every
+// read-check-write inside one Update sees every earlier commit and no
+// concurrent one.
 //
 // # Key layout
 //
@@ -94,7 +95,10 @@
 //
 // Update and CommitKV return only after the batch is synced to the WAL
 // (pebble.Sync), unless [Options.NoSync] is set, which only benchmarks do.
-// A batch applies entirely or not at all, including after a crash.
+// They wait for the sync after releasing the writers' mutex, so Updates
+// that commit while a sync runs share the next one (Pebble's group
+// commit) instead of taking an fsync each. A batch applies entirely or not
+// at all, including after a crash.
 //
 // # Faults
 //

@@ -22,6 +22,9 @@ import (
 // probeDir is the probe extension laid out as a package, built once.
 var probeDir string
 
+// testRoot holds the packages the tests lay out; TestMain removes it.
+var testRoot string
+
 func TestMain(m *testing.M) {
 	root, err := os.MkdirTemp("", "oc-service-test-")
 	if err != nil {
@@ -29,6 +32,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := 1
+	testRoot = root
 	probeDir = filepath.Join(root, probe.Name)
 	if err := layout(probeDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,19 +44,24 @@ func TestMain(m *testing.M) {
 }
 
 func layout(dir string) error {
+	return layoutPackage(dir, "probe-extension", "github.com/open-conduit/open-conduit/fixtures/probe/cmd/probe-extension", probe.Extension().Manifest)
+}
+
+// layoutPackage builds the command cmd into dir as exe, beside m.
+func layoutPackage(dir, exe, cmd string, m *protocol.Manifest) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "probe-extension"), "github.com/open-conduit/open-conduit/fixtures/probe/cmd/probe-extension")
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, exe), cmd)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build (the tests need the go command): %w", err)
 	}
-	m, err := probe.Extension().Manifest.MarshalIndent()
+	data, err := m.MarshalIndent()
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, protocol.ManifestFile), m, 0o644)
+	return os.WriteFile(filepath.Join(dir, protocol.ManifestFile), data, 0o644)
 }
 
 // scopes builds a config of n scopes where only "mine" uses the probe.

@@ -95,6 +95,7 @@ func main() {
 		gob, err := os.ReadFile(*goBench)
 		check(err)
 		rep.GoBench = parseGoBench(gob)
+		rep.Targets = append(rep.Targets, storeTargets(rep.GoBench)...)
 	}
 	if *jsonOut != "" {
 		check(os.WriteFile(*jsonOut, rep.json(), 0o644))

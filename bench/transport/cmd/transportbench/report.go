@@ -179,6 +179,10 @@ func (r *report) markdown(notes []byte) []byte {
 			b.WriteString("\n## Running Work (issue 11), medians and ratios of this run\n\n")
 			b.WriteString(rw)
 		}
+		if sp := storePath(r.GoBench); sp != "" {
+			b.WriteString("\n## The store path (issue 13): kv.commit from extensions against raw Pebble, interleaved in one run\n\n")
+			b.WriteString(sp)
+		}
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n")
