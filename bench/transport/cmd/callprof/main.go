@@ -258,6 +258,7 @@ func (l *lib) close() { _ = l.conn.Close(); _ = l.cmd.Wait() }
 type usage struct {
 	cpu                 time.Duration // user + system
 	voluntary, involunt int64         // context switches, all threads
+	reads, writes       int64         // read and write syscalls
 	threads             int
 }
 
@@ -271,6 +272,18 @@ func sample(pid int) usage {
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
 		u.cpu = time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "syscr":
+				u.reads = n
+			case "syscw":
+				u.writes = n
+			}
+		}
 	}
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
 	u.threads = len(tasks)
@@ -297,13 +310,15 @@ func sample(pid int) usage {
 }
 
 func (a usage) minus(b usage) usage {
-	return usage{cpu: a.cpu - b.cpu, voluntary: a.voluntary - b.voluntary, involunt: a.involunt - b.involunt, threads: a.threads}
+	return usage{cpu: a.cpu - b.cpu, voluntary: a.voluntary - b.voluntary, involunt: a.involunt - b.involunt,
+		reads: a.reads - b.reads, writes: a.writes - b.writes, threads: a.threads}
 }
 
 func (u usage) per(calls int) string {
-	return fmt.Sprintf("CPU %.1f µs/call, %.2f voluntary + %.2f involuntary switches/call, %d threads",
-		float64(u.cpu.Nanoseconds())/1e3/float64(calls),
-		float64(u.voluntary)/float64(calls), float64(u.involunt)/float64(calls), u.threads)
+	n := float64(calls)
+	return fmt.Sprintf("CPU %.1f µs/call, %.2f voluntary + %.2f involuntary switches/call, %.2f reads + %.2f writes/call, %d threads",
+		float64(u.cpu.Nanoseconds())/1e3/n, float64(u.voluntary)/n, float64(u.involunt)/n,
+		float64(u.reads)/n, float64(u.writes)/n, u.threads)
 }
 
 func loadavg() string {
