@@ -123,6 +123,10 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now()}
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()
+	if opts.CallTimeout > 0 {
+		c.out.expiry = time.AfterFunc(time.Hour, c.expireCalls)
+		c.out.expiry.Stop()
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 	c.guard.observer = opts.Observer
