@@ -79,6 +79,7 @@ type Conn struct {
 	grace      time.Duration
 	graceTimer *time.Timer // releases the call holding the reader too long
 	graceArmed atomic.Bool
+	graceBusy  atomic.Bool // a call was dispatched since the timer last fired
 	running    atomic.Pointer[job]
 	epoch      time.Time     // the monotonic origin of calls' start times
 	scratch    []byte        // small params, copied off the read buffer; reader only
