@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	json "github.com/go-json-experiment/json"
 	"go.lsp.dev/jsonrpc2"
@@ -39,6 +40,13 @@ type outgoing struct {
 	abandoned [abandonedKept]int64
 	nextSlot  int
 
+	// expiry keeps CallTimeout for every call at once: one timer per
+	// connection, armed for the oldest timed call and re-armed when it
+	// fires, instead of a context.WithTimeout (a timer, and a wakeup of the
+	// runtime's poller) per call. nil when there is no CallTimeout.
+	expiry      *time.Timer
+	expiryArmed bool // under mu
+
 	strays atomic.Int64
 }
 
@@ -49,6 +57,9 @@ type waiter struct {
 	done   chan struct{}
 	err    error
 	raw    []byte // a result too large to decode on the reader
+	// deadline is when CallTimeout ends the call, since the connection's
+	// epoch; zero when its context bounds it (or nothing does).
+	deadline time.Duration
 }
 
 var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
@@ -64,8 +75,10 @@ func putWaiter(w *waiter) {
 	waiters.Put(w)
 }
 
-// add registers a call, unless the connection has ended.
-func (o *outgoing) add(id int64, w *waiter) error {
+// add registers a call, unless the connection has ended, and arms the
+// expiry timer for a timed call when it is not armed already: a later call's
+// deadline is never earlier than the one it is armed for.
+func (o *outgoing) add(id int64, w *waiter, now time.Duration) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ended != nil {
@@ -75,7 +88,52 @@ func (o *outgoing) add(id int64, w *waiter) error {
 		o.waiting = make(map[int64]*waiter)
 	}
 	o.waiting[id] = w
+	if w.deadline > 0 && !o.expiryArmed {
+		o.expiryArmed = true
+		o.expiry.Reset(w.deadline - now)
+	}
 	return nil
+}
+
+// expired removes the timed calls whose deadline has passed, remembering
+// their ids as abandoned, and re-arms the expiry timer for the earliest
+// deadline left.
+func (o *outgoing) expired(now time.Duration) map[int64]*waiter {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.expiryArmed = false
+	var out map[int64]*waiter
+	var next time.Duration
+	for id, w := range o.waiting {
+		switch {
+		case w.deadline == 0:
+		case w.deadline <= now:
+			if out == nil {
+				out = make(map[int64]*waiter)
+			}
+			out[id] = w
+			delete(o.waiting, id)
+			o.remember(id)
+		case next == 0 || w.deadline < next:
+			next = w.deadline
+		}
+	}
+	if next > 0 && o.ended == nil {
+		o.expiryArmed = true
+		o.expiry.Reset(next - now)
+	}
+	return out
+}
+
+// expireCalls runs when the expiry timer fires: each call past its
+// CallTimeout fails with context.DeadlineExceeded, as its context would
+// have, and the peer is sent $/cancel for it.
+func (c *Conn) expireCalls() {
+	for id, w := range c.out.expired(time.Since(c.epoch)) {
+		w.err = context.DeadlineExceeded
+		w.done <- struct{}{}
+		c.sendCancel(context.Background(), id)
+	}
 }
 
 // take removes the call waiting for id, or returns nil.
@@ -99,9 +157,14 @@ func (o *outgoing) abandon(id int64) bool {
 		return false
 	}
 	delete(o.waiting, id)
+	o.remember(id)
+	return true
+}
+
+// remember records id as given up on, under mu.
+func (o *outgoing) remember(id int64) {
 	o.abandoned[o.nextSlot] = id
 	o.nextSlot = (o.nextSlot + 1) % abandonedKept
-	return true
 }
 
 // wasAbandoned reports whether id is a call given up on recently.
@@ -124,6 +187,10 @@ func (o *outgoing) end(err func(method string) error, reason error) {
 	}
 	left := o.waiting
 	o.waiting = nil
+	if o.expiry != nil {
+		o.expiry.Stop()
+		o.expiryArmed = false
+	}
 	o.mu.Unlock()
 	for _, w := range left {
 		w.err = err(w.method)
@@ -204,13 +271,6 @@ func decodeResult(data []byte, v any) error {
 // protocol.ErrTransport; when ctx ends first, Call sends $/cancel and returns
 // ctx's error at once.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	if c.opts.CallTimeout > 0 {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.opts.CallTimeout)
-			defer cancel()
-		}
-	}
 	releaseReader(ctx)
 	id := c.out.lastID.Add(1)
 	buf := getFrame()
@@ -220,7 +280,14 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		return err
 	}
 	w := getWaiter(method, result)
-	if err := c.out.add(id, w); err != nil {
+	var now time.Duration
+	if c.opts.CallTimeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			now = time.Since(c.epoch)
+			w.deadline = now + c.opts.CallTimeout
+		}
+	}
+	if err := c.out.add(id, w, now); err != nil {
 		putWaiter(w)
 		return c.transportError(method, err)
 	}

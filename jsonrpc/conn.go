@@ -79,6 +79,7 @@ type Conn struct {
 	grace      time.Duration
 	graceTimer *time.Timer // releases the call holding the reader too long
 	graceArmed atomic.Bool
+	graceBusy  atomic.Bool // a call was dispatched since the timer last fired
 	running    atomic.Pointer[job]
 	epoch      time.Time     // the monotonic origin of calls' start times
 	scratch    []byte        // small params, copied off the read buffer; reader only
@@ -123,6 +124,10 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now()}
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()
+	if opts.CallTimeout > 0 {
+		c.out.expiry = time.AfterFunc(time.Hour, c.expireCalls)
+		c.out.expiry.Stop()
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 	c.guard.observer = opts.Observer

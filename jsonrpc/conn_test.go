@@ -427,6 +427,49 @@ func TestCallTimeoutBoundsCallsWithoutDeadline(t *testing.T) {
 	}
 }
 
+// One timer keeps CallTimeout for all calls: a call made after another
+// expires in its own turn (the timer re-arms for it), and the peer is told
+// to stop serving each.
+func TestCallTimeoutEndsEachCallInTurn(t *testing.T) {
+	started, stopped := make(chan struct{}, 2), make(chan struct{}, 2)
+	tbl := NewTable()
+	Handle(tbl, "hang", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return struct{}{}, nil
+	})
+	a, _ := connPair(t, Options{CallTimeout: 150 * time.Millisecond}, Options{Handlers: tbl})
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		if i > 0 {
+			// Not a wait for an event: the second call's deadline must fall
+			// well after the first's, so the timer has to re-arm for it.
+			time.Sleep(75 * time.Millisecond)
+		}
+		go func() { errs <- a.Call(context.Background(), "hang", nil, nil) }()
+		<-started
+	}
+	deadline := time.After(60 * time.Second)
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("call %d: got %v", i, err)
+			}
+		case <-deadline:
+			t.Fatalf("%d of 2 calls outlived their CallTimeout", 2-i)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case <-stopped:
+		case <-deadline:
+			t.Fatalf("%d of 2 handlers were never told to stop", 2-i)
+		}
+	}
+}
+
 func TestInvalidParamsNameTheField(t *testing.T) {
 	a, _ := connPair(t, Options{}, Options{Handlers: echoTable()})
 	err := a.Call(context.Background(), "echo", map[string]any{"text": 5}, nil)

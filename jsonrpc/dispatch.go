@@ -28,16 +28,22 @@ import (
 // or that calls the peer back (whose answer only a reader can read), releases
 // the reader: the library starts a new reading goroutine, which goes on
 // reading while the call finishes where it is. The grace period is one timer
-// per connection, armed only when it is not already: arming a timer per call
-// wakes the runtime's network poller, a syscall, on every call. When it fires
-// it releases the call on the reader if that call's own grace period is over,
-// re-arms itself for the rest of it if not, and stays unarmed once the reader
-// is idle. Any handler may block: the worst it costs other messages is the
-// grace period.
+// per connection, armed only when it is not already: arming a timer wakes the
+// runtime's network poller (a thread woken, a syscall), and each firing runs
+// on a goroutine of its own. When it fires it releases the call on the reader
+// if that call's own grace period is over, and re-arms itself for the rest of
+// it if not. While calls keep coming it stays armed, firing once per grace
+// period whatever the call rate, and it goes unarmed only after a whole period
+// with no call, so a steady stream of calls arms no timer per call. The grace
+// period is a millisecond: long enough that sequential calls (one every 100 or
+// 200 µs across a process) share a firing, short enough that a blocking
+// handler holds up other messages for no longer than a pipe wakeup on a
+// loaded machine. Any handler may block: the worst it costs other messages is
+// the grace period.
 
 // defaultGrace is how long a call may hold the reader before it is
 // released.
-const defaultGrace = 50 * time.Microsecond
+const defaultGrace = time.Millisecond
 
 // A call's params are borrowed from the line reader's buffer, rewritten by
 // the next read, unless their line was long enough to get a buffer of its own
@@ -176,13 +182,18 @@ func (j *job) releaseReader() {
 
 // graceExpired runs when the grace timer fires. It releases the call on the
 // reader if that call's grace period is over, and re-arms the timer for the
-// rest of it if not. It disarms first and looks at the running call after,
-// so a call dispatch just started either armed the timer itself or is seen
-// here.
+// rest of it if not; with no call on the reader it re-arms for a whole period
+// if one was dispatched since the last firing, and stays unarmed if none was.
+// It disarms first and looks at the running call after, so a call dispatch
+// just started either armed the timer itself or is seen here.
 func (c *Conn) graceExpired() {
 	c.graceArmed.Store(false)
+	busy := c.graceBusy.Swap(false)
 	j := c.running.Load()
 	if j == nil || j.state.Load() != jobRunning {
+		if busy && c.graceArmed.CompareAndSwap(false, true) {
+			c.graceTimer.Reset(c.grace)
+		}
 		return
 	}
 	if left := j.started + j.grace - time.Since(c.epoch); left > 0 {
@@ -215,6 +226,9 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	j.grace = c.grace + time.Duration(len(params)/1024)*time.Microsecond
 	j.started = time.Since(c.epoch)
 	c.running.Store(j)
+	if !c.graceBusy.Load() {
+		c.graceBusy.Store(true)
+	}
 	if c.graceArmed.CompareAndSwap(false, true) {
 		c.graceTimer.Reset(j.grace)
 	}

@@ -4,20 +4,28 @@ package jsonrpc
 
 import (
 	"io"
-	"os"
 	"syscall"
 	"time"
 )
 
+// syscallConner is a writer that lends its descriptor: an *os.File, a
+// net.Conn, or a wrapper around one that forwards the method (the session's
+// pipe to an extension does).
+type syscallConner interface {
+	SyscallConn() (syscall.RawConn, error)
+}
+
 // rawWriter is w's descriptor when w is a file the runtime polls (a pipe or
 // a socket set non-blocking), whose write can be offered once without
-// blocking; nil otherwise.
+// blocking; nil otherwise. A writer that only wraps such a file gets the
+// raw path by forwarding SyscallConn and SetWriteDeadline.
 func rawWriter(w io.Writer) syscall.RawConn {
-	f, ok := w.(*os.File)
-	if !ok || f.SetWriteDeadline(time.Time{}) != nil {
+	sc, ok := w.(syscallConner)
+	d, hasDeadline := w.(deadliner)
+	if !ok || !hasDeadline || d.SetWriteDeadline(time.Time{}) != nil {
 		return nil
 	}
-	rc, err := f.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}

@@ -125,6 +125,12 @@ func (w *inWriter) Write(b []byte) (int, error) {
 // pipe.
 func (w *inWriter) SetWriteDeadline(t time.Time) error { return w.f.SetWriteDeadline(t) }
 
+// SyscallConn lends the pipe's descriptor, so the connection offers each
+// frame to the non-blocking pipe once with no deadline (a timer) and sets
+// one only when the pipe is full. A raw write that finds the pipe closed
+// takes nothing, and the frame goes through Write, which records it.
+func (w *inWriter) SyscallConn() (syscall.RawConn, error) { return w.f.SyscallConn() }
+
 // Close implements io.Closer: the extension reads EOF.
 func (w *inWriter) Close() error { return w.f.Close() }
 

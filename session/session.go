@@ -463,6 +463,14 @@ func (s *Session) sendable(method string) (protocol.Method, error) {
 // and at most RestartWait or until ctx ends; otherwise it fails
 // unavailable at once.
 func (s *Session) await(ctx context.Context) (*jsonrpc.Conn, error) {
+	s.mu.Lock()
+	conn, state := s.conn, s.state
+	s.mu.Unlock()
+	if state == StateRunning && conn != nil {
+		// The common case costs no timer: arming one wakes the runtime's
+		// poller, a syscall per call.
+		return conn, nil
+	}
 	wait := s.opts.RestartWait
 	deadline := time.Now().Add(wait)
 	timer := time.NewTimer(wait)

@@ -31,6 +31,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/open-conduit/open-conduit/bench/transport/internal/cpuprof"
 	"github.com/open-conduit/open-conduit/bench/transport/library"
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
 )
@@ -67,8 +68,10 @@ func main() {
 	}
 	e := &ext{waiting: map[int64]context.CancelFunc{}}
 	e.conn = jsonrpc2.NewConn(jsonrpc2.NewNDJSONStream(pipes{in, out}))
+	stop := cpuprof.Start()
 	e.conn.Go(context.Background(), e.handle)
 	<-e.conn.Done()
+	stop()
 }
 
 // decode reads a request's params with the library's codec (encoding/json/v2,

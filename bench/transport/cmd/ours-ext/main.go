@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/open-conduit/open-conduit/bench/transport/internal/cpuprof"
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
 	"github.com/open-conduit/open-conduit/sdk"
 )
@@ -73,4 +74,9 @@ func wait(ctx context.Context, r *sdk.Request, in workload.Wait) (workload.Echo,
 	return workload.Echo{}, err
 }
 
-func main() { sdk.Main(extension()) }
+func main() {
+	stop := cpuprof.Start()
+	code := sdk.Run(extension(), os.Args[1:])
+	stop()
+	os.Exit(code)
+}

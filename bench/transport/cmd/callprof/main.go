@@ -1,0 +1,334 @@
+// Command callprof takes the call path apart: it runs only the echo
+// workloads (sequential, or callers at once) over ours and over the library
+// alone, and reports per call what each side spent: CPU time, context
+// switches and, with -profile, a CPU profile of the host side here and of
+// the extension side (the extensions read CALLPROF_CPUPROFILE). Where
+// transportbench says how fast, this says where the time goes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/open-conduit/open-conduit/bench/transport/internal/cpuprof"
+	"github.com/open-conduit/open-conduit/bench/transport/library"
+	"github.com/open-conduit/open-conduit/bench/transport/workload"
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
+)
+
+// profileEnv names the file an extension writes its CPU profile to.
+const profileEnv = cpuprof.Env
+
+func main() {
+	var (
+		mode    = flag.String("mode", "concurrent", "concurrent or echo")
+		which   = flag.String("which", "ours,library", "transports, in order")
+		workers = flag.Int("workers", 32, "callers at once (concurrent)")
+		per     = flag.Int("per", 50, "calls per caller per batch (concurrent)")
+		batches = flag.Int("batches", 40, "batches of workers × per (concurrent)")
+		echoes  = flag.Int("echoes", 5000, "sequential echoes (echo)")
+		profile = flag.String("profile", "", "a directory for host-NAME.pprof and ext-NAME.pprof")
+	)
+	flag.Parse()
+	work, err := os.MkdirTemp("", "callprof-")
+	check(err)
+	defer os.RemoveAll(work)
+	for _, name := range strings.Split(*which, ",") {
+		var t transport
+		switch name {
+		case "ours":
+			t, err = startOurs(work, *profile)
+		case "library":
+			t, err = startLibrary(work, *profile)
+		default:
+			err = fmt.Errorf("unknown transport %q", name)
+		}
+		check(err)
+		for i := 0; i < 500; i++ {
+			check(t.echo())
+		}
+		var stop func()
+		if *profile != "" {
+			f, err := os.Create(filepath.Join(*profile, "host-"+name+".pprof"))
+			check(err)
+			check(pprof.StartCPUProfile(f))
+			stop = func() { pprof.StopCPUProfile(); f.Close() }
+		}
+		selfBefore, childBefore := sample(os.Getpid()), sample(t.pid())
+		start := time.Now()
+		calls := 0
+		var lat []time.Duration
+		switch *mode {
+		case "echo":
+			lat = make([]time.Duration, 0, *echoes)
+			for i := 0; i < *echoes; i++ {
+				t0 := time.Now()
+				check(t.echo())
+				lat = append(lat, time.Since(t0))
+			}
+			calls = *echoes
+		default:
+			for b := 0; b < *batches; b++ {
+				var wg sync.WaitGroup
+				for w := 0; w < *workers; w++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := 0; i < *per; i++ {
+							check(t.echo())
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			calls = *batches * *workers * *per
+		}
+		elapsed := time.Since(start)
+		selfAfter, childAfter := sample(os.Getpid()), sample(t.pid())
+		if stop != nil {
+			stop()
+		}
+		t.close()
+		host, ext := selfAfter.minus(selfBefore), childAfter.minus(childBefore)
+		fmt.Printf("%-8s %s: %.0f calls/s", name, *mode, float64(calls)/elapsed.Seconds())
+		if lat != nil {
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			fmt.Printf(", p50 %.1f µs", float64(lat[len(lat)/2].Nanoseconds())/1e3)
+		}
+		fmt.Printf("\n  host: %s\n  ext:  %s\n", host.per(calls), ext.per(calls))
+	}
+	fmt.Fprintf(os.Stderr, "load %s", loadavg())
+}
+
+// transport is one running extension and a way to echo through it.
+type transport interface {
+	echo() error
+	pid() int
+	close()
+}
+
+// --- ours: session and sdk, as transportbench runs them.
+
+type ours struct {
+	s  *session.Session
+	in workload.Echo
+}
+
+func build(work, pkg, name string) (string, error) {
+	out := filepath.Join(work, name, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stderr = os.Stderr
+	return out, cmd.Run()
+}
+
+func startOurs(work, profile string) (transport, error) {
+	bin, err := build(work, "./cmd/ours-ext", "bench-extension")
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := exec.Command(bin, "package-manifest").Output()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(bin)
+	if err := os.WriteFile(filepath.Join(dir, protocol.ManifestFile), manifest, 0o644); err != nil {
+		return nil, err
+	}
+	m, err := protocol.ParseAndValidateManifest(manifest)
+	if err != nil {
+		return nil, err
+	}
+	environ := os.Environ()
+	if profile != "" {
+		environ = append(environ, profileEnv+"="+filepath.Join(profile, "ext-ours.pprof"))
+	}
+	s, err := session.Start(context.Background(), session.Package{Dir: dir, Manifest: m}, session.Options{
+		Host:     jsonrpc.NewTable(),
+		HostInfo: protocol.HostInfo{Name: "callprof", Version: "1"},
+		Backoff:  session.Backoff{Min: time.Hour},
+		Environ:  environ,
+		PassEnv:  []string{profileEnv},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ours{s: s, in: workload.Echo{Text: workload.EchoText}}, nil
+}
+
+func (o *ours) echo() error {
+	data, err := json.Marshal(o.in)
+	if err != nil {
+		return err
+	}
+	var res protocol.OperationCallResult
+	if err := o.s.Call(context.Background(), protocol.MethodOperationCall, protocol.OperationCallParams{
+		Operation: "bench.echo", Input: protocol.Payload{Data: data},
+	}, &res); err != nil {
+		return err
+	}
+	var out workload.Echo
+	if err := json.Unmarshal(res.Output.Data, &out); err != nil {
+		return err
+	}
+	if out.Text != o.in.Text {
+		return fmt.Errorf("answered %q", out.Text)
+	}
+	return nil
+}
+
+func (o *ours) pid() int { return o.s.Status().PID }
+
+func (o *ours) close() { _ = o.s.Close(context.Background()) }
+
+// --- the library alone.
+
+type lib struct {
+	cmd  *exec.Cmd
+	conn jsonrpc2.Conn
+	in   workload.Echo
+}
+
+type pipes struct{ out, in *os.File }
+
+func (p pipes) Read(b []byte) (int, error)  { return p.out.Read(b) }
+func (p pipes) Write(b []byte) (int, error) { return p.in.Write(b) }
+func (p pipes) Close() error                { p.in.Close(); return p.out.Close() }
+
+func startLibrary(work, profile string) (transport, error) {
+	bin, err := build(work, "./cmd/library-ext", "library-ext")
+	if err != nil {
+		return nil, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, os.Stderr
+	if profile != "" {
+		cmd.Env = append(os.Environ(), profileEnv+"="+filepath.Join(profile, "ext-library.pprof"))
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	inR.Close()
+	outW.Close()
+	conn := jsonrpc2.NewConn(jsonrpc2.NewNDJSONStream(pipes{out: outR, in: inW}))
+	conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+	return &lib{cmd: cmd, conn: conn, in: workload.Echo{Text: workload.EchoText}}, nil
+}
+
+func (l *lib) echo() error {
+	var out workload.Echo
+	if _, err := l.conn.Call(context.Background(), library.MethodEcho, l.in, &out); err != nil {
+		return err
+	}
+	if out.Text != l.in.Text {
+		return fmt.Errorf("answered %q", out.Text)
+	}
+	return nil
+}
+
+func (l *lib) pid() int { return l.cmd.Process.Pid }
+
+func (l *lib) close() { _ = l.conn.Close(); _ = l.cmd.Wait() }
+
+// --- what a process spent, from /proc.
+
+type usage struct {
+	cpu                 time.Duration // user + system
+	voluntary, involunt int64         // context switches, all threads
+	reads, writes       int64         // read and write syscalls
+	threads             int
+}
+
+func sample(pid int) usage {
+	var u usage
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		// Fields after the command's closing parenthesis; utime and
+		// stime are the 12th and 13th of them, in clock ticks (100/s).
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		u.cpu = time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "syscr":
+				u.reads = n
+			case "syscw":
+				u.writes = n
+			}
+		}
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	u.threads = len(tasks)
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "voluntary_ctxt_switches":
+				u.voluntary += n
+			case "nonvoluntary_ctxt_switches":
+				u.involunt += n
+			}
+		}
+	}
+	return u
+}
+
+func (a usage) minus(b usage) usage {
+	return usage{cpu: a.cpu - b.cpu, voluntary: a.voluntary - b.voluntary, involunt: a.involunt - b.involunt,
+		reads: a.reads - b.reads, writes: a.writes - b.writes, threads: a.threads}
+}
+
+func (u usage) per(calls int) string {
+	n := float64(calls)
+	return fmt.Sprintf("CPU %.1f µs/call, %.2f voluntary + %.2f involuntary switches/call, %.2f reads + %.2f writes/call, %d threads",
+		float64(u.cpu.Nanoseconds())/1e3/n, float64(u.voluntary)/n, float64(u.involunt)/n,
+		float64(u.reads)/n, float64(u.writes)/n, u.threads)
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return string(b)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "callprof:", err)
+		os.Exit(1)
+	}
+}
