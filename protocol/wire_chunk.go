@@ -1,0 +1,220 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/base64"
+	"sync"
+
+	json "github.com/go-json-experiment/json"
+)
+
+// UnmarshalJSONOnePass decodes artifact.write's params from the JSON object
+// data, as json.Unmarshal into a zero value would, reading the chunk once:
+// the base64 of "data" is decoded straight from data into a buffer of its own
+// (never aliasing data), and only the other members, a few dozen bytes, go
+// through json.Unmarshal. json.Unmarshal would first scan the whole string
+// to validate it and then decode it, a second pass over a chunk's 350 KB.
+//
+// The base64 alphabet holds no byte that needs escaping in a JSON string, so
+// a chunk written as every JSON encoder writes it decodes here; anything
+// else (an escape such as \/, a line break, unpadded base64, a repeated or
+// missing "data", invalid JSON) is left to json.Unmarshal, which accepts or
+// refuses it as it always did.
+func (p *ArtifactWriteParams) UnmarshalJSONOnePass(data []byte) error {
+	was := *p
+	if p.unmarshalChunk(data) {
+		return nil
+	}
+	*p = was
+	return json.Unmarshal(data, p)
+}
+
+// unmarshalChunk is UnmarshalJSONOnePass's one pass. It reports false, with
+// p possibly half-filled, when it leaves the params to json.Unmarshal.
+func (p *ArtifactWriteParams) unmarshalChunk(b []byte) bool {
+	buf := restBuffers.Get().(*[]byte)
+	defer putRestBuffer(buf)
+	rest := append((*buf)[:0], '{') // every member but "data"
+	var chunk []byte
+	seen := false
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return false // no "data": json.Unmarshal's business
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		end := bytes.IndexByte(b[i+1:], '"')
+		if end < 0 {
+			return false
+		}
+		name := b[i+1 : i+1+end]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return false
+		}
+		member := i
+		i = skipSpace(b, i+end+2)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		if string(name) == "data" {
+			if seen || i >= len(b) || b[i] != '"' {
+				return false
+			}
+			end := bytes.IndexByte(b[i+1:], '"')
+			if end < 0 {
+				return false
+			}
+			if chunk = decodeBase64(b[i+1 : i+1+end]); chunk == nil {
+				return false
+			}
+			seen = true
+			i += end + 2
+		} else {
+			next := skipValue(b, i)
+			if next < 0 {
+				return false
+			}
+			if len(rest) > 1 {
+				rest = append(rest, ',')
+			}
+			rest = append(rest, b[member:next]...)
+			i = next
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			break
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+	if skipSpace(b, i+1) != len(b) || !seen {
+		return false
+	}
+	rest = append(rest, '}')
+	*buf = rest
+	if json.Unmarshal(rest, p) != nil {
+		return false
+	}
+	p.Data = chunk
+	return true
+}
+
+// restBuffers hold the members other than "data" while they are decoded:
+// json.Unmarshal keeps its input past the call, so a buffer on the stack
+// would be one allocation per chunk.
+var restBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+func putRestBuffer(b *[]byte) {
+	if cap(*b) <= 4<<10 {
+		restBuffers.Put(b)
+	}
+}
+
+// decodeBase64 decodes padded standard base64 as json.Unmarshal does for a
+// []byte, or returns nil for anything it would not take or that needs
+// unescaping first (a byte outside the alphabet, a line break, which the
+// base64 package skips but JSON does not allow raw, missing padding).
+func decodeBase64(s []byte) []byte {
+	if len(s)%4 != 0 {
+		return nil
+	}
+	if len(s) == 0 {
+		return []byte{}
+	}
+	n := len(s) / 4 * 3
+	if s[len(s)-1] == '=' {
+		n--
+		if s[len(s)-2] == '=' {
+			n--
+		}
+	}
+	// The last quantum, which may be padded, is decoded on the side, so the
+	// chunk's buffer is exactly its size.
+	body, tail := s[:len(s)-4], s[len(s)-4:]
+	out := make([]byte, n)
+	got, err := base64.StdEncoding.Decode(out, body)
+	if err != nil || got != len(body)/4*3 {
+		return nil
+	}
+	var last [3]byte
+	m, err := base64.StdEncoding.Decode(last[:], tail)
+	if err != nil || got+m != n {
+		return nil
+	}
+	copy(out[got:], last[:m])
+	return out
+}
+
+// skipSpace returns the index of the first byte from i that is not JSON
+// whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that begins at i, or
+// -1 when it cannot find its end. It only delimits: json.Unmarshal checks
+// what it delimited.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				end := skipString(b, i)
+				if end < 0 {
+					return -1
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string that begins at i,
+// or -1 when it does not end.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
