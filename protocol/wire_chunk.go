@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"sync"
 
 	json "github.com/go-json-experiment/json"
@@ -144,8 +145,8 @@ func decodeBase64(s []byte) []byte {
 	// chunk's buffer is exactly its size.
 	body, tail := s[:len(s)-4], s[len(s)-4:]
 	out := make([]byte, n)
-	got, err := base64.StdEncoding.Decode(out, body)
-	if err != nil || got != len(body)/4*3 {
+	got := len(body) / 4 * 3
+	if !decodeQuanta(out[:got], body) {
 		return nil
 	}
 	var last [3]byte
@@ -155,6 +156,51 @@ func decodeBase64(s []byte) []byte {
 	}
 	copy(out[got:], last[:m])
 	return out
+}
+
+// base64Quantum maps a base64 character to its six bits, already shifted
+// to its place in a quantum of four (the first character's table is [0]),
+// and anything else to badQuantum.
+var base64Quantum = func() (t [4][256]uint32) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for i := range t {
+		for c := range t[i] {
+			t[i][c] = badQuantum
+		}
+		for v, c := range []byte(alphabet) {
+			t[i][c] = uint32(v) << (18 - 6*i)
+		}
+	}
+	return t
+}()
+
+const badQuantum = 0xff000000
+
+// decodeQuanta decodes src, whole quanta of the standard alphabet with no
+// padding, into dst (len(src)/4*3 bytes), and reports whether every
+// character was one of the alphabet. One table look-up per character, two
+// quanta at a time: the base64 package's decoder reads the chunk at about
+// half this speed.
+func decodeQuanta(dst, src []byte) bool {
+	t0, t1, t2, t3 := &base64Quantum[0], &base64Quantum[1], &base64Quantum[2], &base64Quantum[3]
+	for len(src) >= 8 && len(dst) >= 8 {
+		a := t0[src[0]] | t1[src[1]] | t2[src[2]] | t3[src[3]]
+		b := t0[src[4]] | t1[src[5]] | t2[src[6]] | t3[src[7]]
+		if (a|b)&badQuantum != 0 {
+			return false
+		}
+		binary.BigEndian.PutUint64(dst, uint64(a)<<40|uint64(b)<<16)
+		src, dst = src[8:], dst[6:]
+	}
+	for len(src) >= 4 && len(dst) >= 3 {
+		a := t0[src[0]] | t1[src[1]] | t2[src[2]] | t3[src[3]]
+		if a&badQuantum != 0 {
+			return false
+		}
+		dst[0], dst[1], dst[2] = byte(a>>16), byte(a>>8), byte(a)
+		src, dst = src[4:], dst[3:]
+	}
+	return len(src) == 0 && len(dst) == 0
 }
 
 // skipSpace returns the index of the first byte from i that is not JSON

@@ -116,3 +116,28 @@ func compareWithUnmarshal(t *testing.T, raw []byte) {
 		t.Fatalf("%q: decoded %+v, json.Unmarshal %+v", raw, got, want)
 	}
 }
+
+// FuzzDecodeQuanta holds the chunk's base64 decoder to the base64
+// package's: the same bytes for whole unpadded quanta of the alphabet, and
+// a refusal for anything else (a line break, which the package skips, a
+// padding character, a byte outside the alphabet).
+func FuzzDecodeQuanta(f *testing.F) {
+	f.Add([]byte("aGVsbG8gd29ybGQh"), []byte{})
+	f.Add([]byte{}, []byte("some bytes, 3k of them"))
+	f.Add([]byte("AAAA\nAAA"), []byte{})
+	f.Add([]byte("AA==AAAA"), []byte{})
+	f.Fuzz(func(t *testing.T, enc, raw []byte) {
+		if len(raw) > 0 {
+			raw = raw[:len(raw)/3*3]
+			enc = []byte(base64.StdEncoding.EncodeToString(raw))
+		}
+		enc = enc[:len(enc)/4*4]
+		want := make([]byte, len(enc)/4*3)
+		n, err := base64.StdEncoding.Decode(want, enc)
+		wantOK := err == nil && n == len(want) && bytes.IndexByte(enc, '=') < 0
+		got := make([]byte, len(enc)/4*3)
+		if ok := decodeQuanta(got, enc); ok != wantOK || ok && !bytes.Equal(got, want) {
+			t.Fatalf("%q: decoded %v %x, the base64 package %v %x", enc, ok, got, wantOK, want)
+		}
+	})
+}
