@@ -76,8 +76,8 @@ func TestChunkOnePassOwnsItsBytes(t *testing.T) {
 	}
 }
 
-// TestChunkOnePassLargeChunk decodes a chunk at the bound as the Go SDK
-// encodes it.
+// TestChunkOnePassLargeChunk encodes a chunk at the bound as json.Marshal
+// does and decodes it in one pass.
 func TestChunkOnePassLargeChunk(t *testing.T) {
 	data := make([]byte, MaxChunkBytes)
 	for i := range data {
@@ -86,6 +86,10 @@ func TestChunkOnePassLargeChunk(t *testing.T) {
 	raw, err := json.Marshal(ArtifactWriteParams{Artifact: "a1", Offset: 1 << 40, Data: data})
 	if err != nil {
 		t.Fatal(err)
+	}
+	own, err := ArtifactWriteParams{Artifact: "a1", Offset: 1 << 40, Data: data}.AppendJSON(nil)
+	if err != nil || !bytes.Equal(own, raw) {
+		t.Fatalf("AppendJSON wrote %d bytes (%v), json.Marshal %d", len(own), err, len(raw))
 	}
 	var p ArtifactWriteParams
 	if !p.unmarshalChunk(raw) {
@@ -138,6 +142,29 @@ func FuzzDecodeQuanta(f *testing.F) {
 		got := make([]byte, len(enc)/4*3)
 		if ok := decodeQuanta(got, enc); ok != wantOK || ok && !bytes.Equal(got, want) {
 			t.Fatalf("%q: decoded %v %x, the base64 package %v %x", enc, ok, got, wantOK, want)
+		}
+	})
+}
+
+// FuzzChunkAppendJSON holds the params' own encoding to json.Marshal's,
+// byte for byte, refusals included: it is the wire format every other
+// language's extension reads and writes.
+func FuzzChunkAppendJSON(f *testing.F) {
+	f.Add("a1", int64(262144), []byte("hello world"))
+	f.Add("", int64(-1), []byte{})
+	f.Add("a\u2028\"\\<>&\x01", int64(1<<62), make([]byte, 1000))
+	f.Add("\xff", int64(0), []byte{1, 2})
+	f.Fuzz(func(t *testing.T, id string, offset int64, data []byte) {
+		for _, d := range [][]byte{data, nil} {
+			p := ArtifactWriteParams{Artifact: id, Offset: offset, Data: d}
+			want, wantErr := json.Marshal(p)
+			got, err := p.AppendJSON([]byte("prefix"))
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("%+v: error %v, json.Marshal's %v", p, err, wantErr)
+			}
+			if err == nil && string(got) != "prefix"+string(want) {
+				t.Fatalf("%+v:\n%s\njson.Marshal:\n%s", p, got, want)
+			}
 		}
 	})
 }
