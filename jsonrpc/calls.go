@@ -376,6 +376,13 @@ func putFrame(b *bytes.Buffer) {
 	}
 }
 
+// jsonAppender is params that append their own JSON, as json.Marshal would
+// write it, straight into the frame (protocol.ArtifactWriteParams, whose
+// chunk is base64-encoded in place).
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
 // encodeRequest encodes a request's whole line once, its params marshaled
 // in place, as the library frames it: {"jsonrpc":"2.0","method":…,
 // "params":…,"id":…}, with no params member when they are absent or null and
@@ -392,6 +399,12 @@ func (c *Conn) encodeRequest(buf *bytes.Buffer, method string, id int64, params 
 	case nil:
 	case jsonrpc2.RawMessage:
 		buf.Write(p)
+	case jsonAppender:
+		b, err := p.AppendJSON(buf.AvailableBuffer())
+		if err != nil {
+			return nil, protocol.Errorf(protocol.ErrInvalid, "%s: the params cannot be encoded as JSON, so nothing was sent: %v", method, err)
+		}
+		buf.Write(b)
 	default:
 		if err := json.MarshalWrite(buf, p); err != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalid, "%s: the params cannot be encoded as JSON, so nothing was sent: %v", method, err)

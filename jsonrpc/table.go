@@ -77,13 +77,27 @@ func Invoke[P, R any](ctx context.Context, c *Conn, d protocol.Desc[P, R], param
 	return r, nil
 }
 
+// onePassDecoder is params that decode themselves from the bytes as sent,
+// checking them as they go, as json.Unmarshal would
+// (protocol.ArtifactWriteParams): json.Unmarshal's scanner would first read
+// the whole value, an artifact chunk's base64 included, only to validate it.
+type onePassDecoder interface {
+	UnmarshalJSONOnePass(data []byte) error
+}
+
 // DecodeParams decodes raw params into v, or refuses them invalid_params
 // with the JSON path of the first member that does not fit.
 func DecodeParams(method string, raw jsontext.Value, v any) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	var err error
+	if d, ok := v.(onePassDecoder); ok {
+		err = d.UnmarshalJSONOnePass(raw)
+	} else {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
 		return protocol.Errorf(protocol.ErrInvalidParams, "%s: params %s", method, decodeProblem(err))
 	}
 	return nil
