@@ -54,8 +54,16 @@ func TestLogsWireAndRestartOfARealPackage(t *testing.T) {
 	if err != nil || res.Code != "" {
 		t.Fatalf("the operator's call: %+v %v", res, err)
 	}
-	h.waitFor("the call's answer", func(s string) bool {
-		return strings.Contains(s, "secret.resolve") && strings.Contains(s, "←ext answer")
+	// Wait until the last row is the call's answer, so the row above it is
+	// the host's answer to the probe's secret.resolve.
+	h.waitFor("the call's answer as the last row", func(s string) bool {
+		last := ""
+		for _, l := range strings.Split(s, "\n") {
+			if strings.Contains(l, "→ext") || strings.Contains(l, "←ext") {
+				last = l
+			}
+		}
+		return strings.Contains(s, "secret.resolve") && strings.Contains(last, "←ext answer") && strings.Contains(last, "operation.call")
 	})
 	// The last row is the call's answer; above it the host's answer to the
 	// probe's secret.resolve, whose secret the tap hid.
