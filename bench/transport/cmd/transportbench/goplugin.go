@@ -29,10 +29,9 @@ func (r *pluginRunner) name() string { return "goplugin" }
 
 // pluginHost serves the extension's callbacks over the broker.
 type pluginHost struct {
-	mu       sync.Mutex
-	written  int64
-	recorded map[string]int64
-	notify   chan string
+	mu      sync.Mutex
+	written int64
+	stamps  *stamps
 }
 
 func (h *pluginHost) Get(context.Context, *gp.Bytes) (*gp.Bytes, error) { return &gp.Bytes{}, nil }
@@ -52,10 +51,7 @@ func (h *pluginHost) Record(_ context.Context, in *gp.Bytes) (*gp.Bytes, error) 
 	if err := json.Unmarshal(in.Value, &rec); err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	h.recorded[rec.Key] = rec.NS
-	h.mu.Unlock()
-	h.notify <- rec.Key
+	h.stamps.put(rec.Key, rec.NS)
 	return &gp.Bytes{}, nil
 }
 
@@ -107,7 +103,7 @@ func (s *started) callBroker(ctx context.Context, method string, body any) ([]by
 
 func (r *pluginRunner) round(f figures) error {
 	ctx := context.Background()
-	host := &pluginHost{recorded: map[string]int64{}, notify: make(chan string, 16)}
+	host := &pluginHost{stamps: newStamps()}
 	echo := workload.Echo{Text: workload.EchoText}
 
 	fresh, err := freshCopy(r.bins.plugin, r.work)
@@ -189,14 +185,7 @@ func (r *pluginRunner) round(f figures) error {
 	err = cancelSeen(f, r.cfg.cancels, func(ctx context.Context, key string) error {
 		_, err := s.callBroker(ctx, "Wait", workload.Wait{Key: key})
 		return err
-	}, func(key string) (time.Time, error) {
-		if err := awaitKey(host.notify, key); err != nil {
-			return time.Time{}, err
-		}
-		host.mu.Lock()
-		defer host.mu.Unlock()
-		return time.Unix(0, host.recorded[key]), nil
-	})
+	}, host.stamps.seen)
 	if err != nil {
 		return err
 	}

@@ -31,15 +31,14 @@ func (r *libraryRunner) name() string { return "library" }
 // libHost serves the extension's callbacks: what benchHost serves ours,
 // the same way (artifact bytes counted, not kept).
 type libHost struct {
-	mu       sync.Mutex
-	written  int64
-	recorded map[string]int64
-	ids      map[string]int64 // the request id each record came from
-	notify   chan string
+	mu      sync.Mutex
+	written int64
+	ids     map[string]int64 // the request id each record came from
+	stamps  *stamps
 }
 
 func newLibHost() *libHost {
-	return &libHost{recorded: map[string]int64{}, ids: map[string]int64{}, notify: make(chan string, 16)}
+	return &libHost{ids: map[string]int64{}, stamps: newStamps()}
 }
 
 // handle runs inline on the library's read goroutine: every callback here
@@ -82,10 +81,9 @@ func (h *libHost) handle(ctx context.Context, req *jsonrpc2.Request) (any, error
 			return nil, err
 		}
 		h.mu.Lock()
-		h.recorded[rec.Key] = rec.NS
 		h.ids[rec.Key] = rec.ID
 		h.mu.Unlock()
-		h.notify <- rec.Key
+		h.stamps.put(rec.Key, rec.NS)
 		return nil, nil
 	}
 	return jsonrpc2.MethodNotFoundHandler(ctx, req)
@@ -260,14 +258,7 @@ func (r *libraryRunner) round(f figures) error {
 		defer stop()
 		_, err := c.conn.Call(ctx, library.MethodWait, workload.Wait{Key: key}, nil)
 		return err
-	}, func(key string) (time.Time, error) {
-		if err := awaitKey(host.notify, key); err != nil {
-			return time.Time{}, err
-		}
-		host.mu.Lock()
-		defer host.mu.Unlock()
-		return time.Unix(0, host.recorded[key]), nil
-	})
+	}, host.stamps.seen)
 	if err != nil {
 		return err
 	}

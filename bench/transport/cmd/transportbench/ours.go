@@ -32,14 +32,13 @@ func (r *oursRunner) name() string { return "ours" }
 // benchHost is the host side of the workload: what a real host would
 // serve, minus storage (artifact bytes are counted, not kept).
 type benchHost struct {
-	mu       sync.Mutex
-	written  int64
-	recorded map[string]int64
-	notify   chan string
+	mu      sync.Mutex
+	written int64
+	stamps  *stamps
 }
 
 func newBenchHost() *benchHost {
-	return &benchHost{recorded: map[string]int64{}, notify: make(chan string, 16)}
+	return &benchHost{stamps: newStamps()}
 }
 
 func (h *benchHost) table() *jsonrpc.Table {
@@ -50,10 +49,7 @@ func (h *benchHost) table() *jsonrpc.Table {
 	jsonrpc.Handle(t, protocol.MethodKVCommit, func(_ context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
 		for _, put := range p.Puts {
 			n, _ := strconv.ParseInt(string(put.Value), 10, 64)
-			h.mu.Lock()
-			h.recorded[put.Key] = n
-			h.mu.Unlock()
-			h.notify <- put.Key
+			h.stamps.put(put.Key, n)
 		}
 		return protocol.KVCommitResult{}, nil
 	})
@@ -202,14 +198,7 @@ func (r *oursRunner) round(f figures) error {
 	err = cancelSeen(f, r.cfg.cancels, func(ctx context.Context, key string) error {
 		_, err := call[workload.Echo](ctx, s, "bench.wait", workload.Wait{Key: key})
 		return err
-	}, func(key string) (time.Time, error) {
-		if err := awaitKey(host.notify, key); err != nil {
-			return time.Time{}, err
-		}
-		host.mu.Lock()
-		defer host.mu.Unlock()
-		return time.Unix(0, host.recorded[key]), nil
-	})
+	}, host.stamps.seen)
 	if err != nil {
 		return err
 	}

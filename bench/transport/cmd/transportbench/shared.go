@@ -82,17 +82,40 @@ func cancelSeen(f figures, n int, wait func(ctx context.Context, key string) err
 	return nil
 }
 
-// awaitKey waits for the host to be told key.
-func awaitKey(notify <-chan string, key string) error {
+// stamps are the clock readings an extension records with the host under
+// keys (the cancel measurement's), and the channel that tells each key as
+// it comes. Every transport's host keeps them the same way.
+type stamps struct {
+	mu     sync.Mutex
+	at     map[string]int64
+	notify chan string
+}
+
+func newStamps() *stamps {
+	return &stamps{at: map[string]int64{}, notify: make(chan string, 16)}
+}
+
+// put keeps ns under key and tells the key.
+func (s *stamps) put(key string, ns int64) {
+	s.mu.Lock()
+	s.at[key] = ns
+	s.mu.Unlock()
+	s.notify <- key
+}
+
+// seen waits for key to be told and answers the time recorded under it.
+func (s *stamps) seen(key string) (time.Time, error) {
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
-		case k := <-notify:
+		case k := <-s.notify:
 			if k == key {
-				return nil
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return time.Unix(0, s.at[key]), nil
 			}
 		case <-timeout:
-			return fmt.Errorf("the extension never recorded %s", key)
+			return time.Time{}, fmt.Errorf("the extension never recorded %s", key)
 		}
 	}
 }
