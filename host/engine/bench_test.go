@@ -161,18 +161,25 @@ func (r *benchRig) routedAll() (bool, error) {
 // waitRouted waits until every accepted Event is routed.
 func (r *benchRig) waitRouted(b *testing.B) {
 	b.Helper()
+	waitEngine(b, r.e, "the accepted webhooks all routed", r.routedAll)
+}
+
+// waitEngine waits until done holds, asking again at each of the engine's
+// changes (or every 5 ms), for at most waitFor.
+func waitEngine(b *testing.B, e *Engine, what string, done func() (bool, error)) {
+	b.Helper()
 	end := time.Now().Add(waitFor)
 	for {
-		changed := r.e.Changes()
-		done, err := r.routedAll()
+		changed := e.Changes()
+		ok, err := done()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if done {
+		if ok {
 			return
 		}
 		if time.Now().After(end) {
-			b.Fatalf("the accepted webhooks were not all routed within %s", waitFor)
+			b.Fatalf("waited %s for %s", waitFor, what)
 		}
 		select {
 		case <-changed:

@@ -149,24 +149,10 @@ func (r *attemptRig) openWork() (bool, error) {
 // waitSettled waits until no Work is pending or running.
 func (r *attemptRig) waitSettled(b *testing.B) {
 	b.Helper()
-	end := time.Now().Add(waitFor)
-	for {
-		changed := r.e.Changes()
+	waitEngine(b, r.e, "the started Work all settled", func() (bool, error) {
 		open, err := r.openWork()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !open {
-			return
-		}
-		if time.Now().After(end) {
-			b.Fatalf("the started Work did not all settle within %s", waitFor)
-		}
-		select {
-		case <-changed:
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return !open, err
+	})
 }
 
 // completed counts the completed Work.
