@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -59,22 +58,11 @@ func (g *gatedExec) timesAsked() int {
 // newGatedRig is an execRig whose engine sees the start gates of g.
 func newGatedRig(t *testing.T, gates map[string][]string,
 	admit map[string]func(p protocol.WorkAdmitParams) (protocol.WorkAdmitResult, error)) (*execRig, *gatedExec) {
-	r := newExecRig(t, execOpts{})
-	r.stop()
-	g := &gatedExec{fakeExec: r.fx, gates: gates, admit: admit}
-	r.e = New(Deps{DB: r.db, Packages: g, Clock: r.clock, Generation: func() *config.Generation { return r.gen }})
-	ctx, cancel := context.WithCancel(context.Background())
-	r.e.Start(ctx)
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := r.e.Stop(context.Background()); err != nil {
-				r.t.Error(err)
-			}
-		})
-	}
-	t.Cleanup(r.stop)
+	var g *gatedExec
+	r := newExecRig(t, execOpts{wrap: func(fx *fakeExec) Packages {
+		g = &gatedExec{fakeExec: fx, gates: gates, admit: admit}
+		return g
+	}})
 	return r, g
 }
 
