@@ -63,22 +63,7 @@ func (c *cursor) clamp(rows int) {
 // table renders rows under a header row, windowed around the cursor (-1
 // for no cursor) to fit height lines.
 func table(c *common.Common, cols []common.Column, rows [][]string, cur, height int) []string {
-	widths := common.Widths(cols, c.Width)
-	names := make([]string, len(cols))
-	for i, col := range cols {
-		names[i] = col.Name
-	}
-	lines := []string{c.Styles.Header.Render(common.Row(names, widths, c.Width))}
-	body := height - 1
-	first := common.Window(max(0, cur), len(rows), body)
-	for i := first; i < len(rows) && i < first+body; i++ {
-		line := common.Row(rows[i], widths, c.Width)
-		if i == cur {
-			line = c.Styles.Selected.Render(line)
-		}
-		lines = append(lines, line)
-	}
-	return lines
+	return windowTable(c, cols, len(rows), cur, height, func(i int) []string { return rows[i] })
 }
 
 // col is a table column.
