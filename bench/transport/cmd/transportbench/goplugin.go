@@ -162,10 +162,7 @@ func (r *pluginRunner) round(f figures) error {
 	}
 	f.add("callback_p50_us", nanosP50(cb.Nanos))
 
-	for _, chunk := range []struct {
-		size int
-		key  string
-	}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}} {
+	for _, chunk := range artifactChunks {
 		host.mu.Lock()
 		host.written = 0
 		host.mu.Unlock()

@@ -231,10 +231,7 @@ func (r *libraryRunner) round(f figures) error {
 	f.add("callback_p50_us", nanosP50(cb.Nanos))
 
 	// Artifacts in acknowledged chunks.
-	for _, chunk := range []struct {
-		size int
-		key  string
-	}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}} {
+	for _, chunk := range artifactChunks {
 		t := time.Now()
 		var up workload.Uploaded
 		_, err := c.conn.Call(ctx, library.MethodUpload, workload.Upload{Bytes: r.cfg.artifact, Chunk: chunk.size}, &up)

@@ -182,10 +182,7 @@ func (r *oursRunner) round(f figures) error {
 	f.add("callback_p50_us", nanosP50(cb.Nanos))
 
 	// Artifacts in acknowledged chunks.
-	for _, chunk := range []struct {
-		size int
-		key  string
-	}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}} {
+	for _, chunk := range artifactChunks {
 		t := time.Now()
 		up, err := call[workload.Uploaded](ctx, s, "bench.upload", workload.Upload{Bytes: r.cfg.artifact, Chunk: chunk.size})
 		if err != nil || up.Size != int64(r.cfg.artifact) {

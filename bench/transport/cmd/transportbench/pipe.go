@@ -134,10 +134,7 @@ func (r *pipeRunner) round(f figures) error {
 
 	// Acknowledged chunks, raw bytes.
 	data := workload.Pattern(r.cfg.artifact)
-	for _, chunk := range []struct {
-		size int
-		key  string
-	}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}} {
+	for _, chunk := range artifactChunks {
 		a, err := startPipe(fresh, "-ack", strconv.Itoa(chunk.size))
 		if err != nil {
 			return err

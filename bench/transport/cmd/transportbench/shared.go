@@ -10,6 +10,13 @@ import (
 // The measurements every protocol transport shares; each transport gives
 // them its own way to make the call.
 
+// artifactChunks are the chunk sizes every transport uploads the artifact
+// in, each with the figure it records.
+var artifactChunks = []struct {
+	size int
+	key  string
+}{{256 << 10, "artifact_256k_mibs"}, {64 << 10, "artifact_64k_mibs"}}
+
 // sequential times n echoes, one after another, and records p50 and p99.
 func sequential(f figures, n int, echo func() error) error {
 	lat := make([]time.Duration, 0, n)
