@@ -96,6 +96,7 @@ func main() {
 		check(err)
 		rep.GoBench = parseGoBench(gob)
 		rep.Targets = append(rep.Targets, storeTargets(rep.GoBench)...)
+		rep.Targets = append(rep.Targets, allocTargets(rep.GoBench)...)
 	}
 	if *jsonOut != "" {
 		check(os.WriteFile(*jsonOut, rep.json(), 0o644))

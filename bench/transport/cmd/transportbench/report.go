@@ -76,6 +76,8 @@ func newReport(cfg config, results map[string]figures, elapsed time.Duration) *r
 	add("echo p50: ours over go.lsp.dev/jsonrpc2 alone", "≤ 1.2×", v, "×", v > 0 && v <= 1.2)
 	v = ratio(g["echo_p50_us"], o["echo_p50_us"])
 	add("echo p50: go-plugin's over ours", "≥ 5×", v, "×", v >= 5)
+	v = ratio(o["echo_p99_us"], o["echo_p50_us"])
+	add("echo p99 vs its own p50", "≤ 3×", v, "×", v > 0 && v <= 3)
 	v = ratio(o["callback_p50_us"], o["echo_p50_us"])
 	add("host callback vs an echo", "≤ 1.5×", v, "×", v > 0 && v <= 1.5)
 	v = ratio(o["cancel_seen_us"], o["echo_p50_us"])
