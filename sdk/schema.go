@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -556,16 +557,20 @@ func scanString(data []byte, i int) (end int, escaped, ok bool) {
 	if i >= len(data) || data[i] != '"' {
 		return i, false, false
 	}
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped, true
+	for j := i + 1; ; {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return len(data), escaped, false
 		}
+		q += j
+		b := bytes.IndexByte(data[j:q], '\\')
+		if b < 0 {
+			return q + 1, escaped, true
+		}
+		// Skip the escaped character, which may be the quote found.
+		escaped = true
+		j += b + 2
 	}
-	return len(data), escaped, false
 }
 
 // scanNumber checks the number at data[i:] against kind: it must decode
