@@ -24,6 +24,9 @@ type operation struct {
 	inputSchemaJSON jsontext.Value
 	outputSchema    string
 	call            func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
+	// answer is call with its output encoded as operation.call answers it,
+	// under schema unless the output is a Payload.
+	answer func(ctx context.Context, r *Request, input protocol.Payload, schema string) (protocol.OperationCallResult, error)
 	// kind is the operation's kind: protocol.OperationHandler unless
 	// Waiter or Emit set another.
 	kind string
@@ -55,14 +58,25 @@ func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, 
 	}
 	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON(), kind: protocol.OperationHandler}
 	dec := newInputDecoder(schema, t)
-	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
+	run := func(ctx context.Context, r *Request, input protocol.Payload) (Out, error) {
 		var in In
 		if raw {
 			reflect.ValueOf(&in).Elem().Set(reflect.ValueOf(input))
 		} else if err := decodeInput(dec, input.Data, &in); err != nil {
-			return nil, err
+			var zero Out
+			return zero, err
 		}
 		return fn(ctx, r, in)
+	}
+	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
+		return run(ctx, r, input)
+	}
+	op.answer = func(ctx context.Context, r *Request, input protocol.Payload, schema string) (protocol.OperationCallResult, error) {
+		out, err := run(ctx, r, input)
+		if err != nil {
+			return protocol.OperationCallResult{}, err
+		}
+		return encodeOutput(schema, &out)
 	}
 	return OperationHandler{op: op}
 }
@@ -162,9 +176,12 @@ func decodeInputChecked(schema *Schema, data jsontext.Value, v any) error {
 	return nil
 }
 
-// encodeOutput marshals an operation's output as the payload's data.
-func encodeOutput(schema string, out any) (protocol.OperationCallResult, error) {
-	if p, ok := out.(protocol.Payload); ok {
+// encodeOutput marshals an operation's output as the payload's data, or
+// sends a Payload as it is. It takes the output by pointer: marshalling a
+// value held in an interface would copy it to the heap twice (the boxing,
+// then an addressable copy), for the same bytes.
+func encodeOutput[Out any](schema string, out *Out) (protocol.OperationCallResult, error) {
+	if p, ok := any(*out).(protocol.Payload); ok {
 		return protocol.OperationCallResult{Output: p}, nil
 	}
 	b, err := json.Marshal(out)

@@ -59,3 +59,15 @@ func BenchmarkDecodeInputEcho(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRawCheckEcho is the in-place check of an echo's input.
+func BenchmarkRawCheckEcho(b *testing.B) {
+	data := []byte(`{"text":"` + benchText + `"}`)
+	c := compileRaw(SchemaOf[echoIn]())
+	b.ReportAllocs()
+	for b.Loop() {
+		if !c.accepts(data) {
+			b.Fatal("refused")
+		}
+	}
+}
