@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"fmt"
 	"reflect"
+	"sync"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -58,27 +59,48 @@ func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, 
 	}
 	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON(), kind: protocol.OperationHandler}
 	dec := newInputDecoder(schema, t)
-	run := func(ctx context.Context, r *Request, input protocol.Payload) (Out, error) {
-		var in In
+	decode := func(input protocol.Payload, in *In) error {
 		if raw {
-			reflect.ValueOf(&in).Elem().Set(reflect.ValueOf(input))
-		} else if err := decodeInput(dec, input.Data, &in); err != nil {
-			var zero Out
-			return zero, err
+			reflect.ValueOf(in).Elem().Set(reflect.ValueOf(input))
+			return nil
+		}
+		return decodeInput(dec, input.Data, in)
+	}
+	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
+		var in In
+		if err := decode(input, &in); err != nil {
+			return nil, err
 		}
 		return fn(ctx, r, in)
 	}
-	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
-		return run(ctx, r, input)
-	}
+	frames := sync.Pool{New: func() any { return new(frame[In, Out]) }}
 	op.answer = func(ctx context.Context, r *Request, input protocol.Payload, schema string) (protocol.OperationCallResult, error) {
-		out, err := run(ctx, r, input)
+		f := frames.Get().(*frame[In, Out])
+		defer frames.Put(f)
+		err := decode(input, &f.in)
+		in := f.in
+		f.in = *new(In)
 		if err != nil {
 			return protocol.OperationCallResult{}, err
 		}
-		return encodeOutput(schema, &out)
+		if f.out, err = fn(ctx, r, in); err != nil {
+			f.out = *new(Out)
+			return protocol.OperationCallResult{}, err
+		}
+		res, err := encodeOutput(schema, &f.out)
+		f.out = *new(Out)
+		return res, err
 	}
 	return OperationHandler{op: op}
+}
+
+// frame holds a call's input while it is decoded and its output while it
+// is encoded, pooled per operation: both go to the JSON package by pointer,
+// so they would otherwise be allocated on the heap on every call. It is
+// zeroed before it goes back, to hold on to nothing of the call.
+type frame[In, Out any] struct {
+	in  In
+	out Out
 }
 
 // strictInput reads operation inputs: exact names, nothing unknown.

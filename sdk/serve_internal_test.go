@@ -71,3 +71,29 @@ func BenchmarkRawCheckEcho(b *testing.B) {
 		}
 	}
 }
+
+// TestOperationCallStartsFromAZeroInput: each call decodes into a zero
+// input, whatever the call before it decoded, failed or answered.
+func TestOperationCallStartsFromAZeroInput(t *testing.T) {
+	type in struct {
+		A string   `json:"a"`
+		B string   `json:"b,omitempty"`
+		L []string `json:"l,omitempty"`
+	}
+	var seen []in
+	x := New("bench", Version("1.0.0")).
+		Operation("t.op", Handler(func(_ context.Context, _ *Request, v in) (in, error) {
+			seen = append(seen, v)
+			return v, nil
+		}))
+	s := &server{x: x, host: newHost(x.Manifest.Name)}
+	ctx := context.Background()
+	for _, data := range []string{`{"a":"x","b":"y","l":["1"]}`, `{"a":"x"}`, `{"a":"x","b":"y","l":["1"],"z":1}`, `{"a":"x"}`} {
+		p := protocol.OperationCallParams{Operation: "t.op", Input: protocol.Payload{Data: jsontext.Value(data)}}
+		_, _ = s.operationCall(ctx, p)
+	}
+	want := []in{{A: "x", B: "y", L: []string{"1"}}, {A: "x"}, {A: "x"}}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("handler saw %+v, want %+v", seen, want)
+	}
+}
