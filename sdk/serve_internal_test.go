@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -96,4 +97,50 @@ func TestOperationCallStartsFromAZeroInput(t *testing.T) {
 	if !reflect.DeepEqual(seen, want) {
 		t.Fatalf("handler saw %+v, want %+v", seen, want)
 	}
+}
+
+// ptrMarshaler marshals itself through a pointer receiver.
+type ptrMarshaler struct{ N int }
+
+func (p *ptrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"custom"`), nil }
+
+// TestEncodeOutputIsMarshalOfTheValue: encoding the output by pointer gives
+// the bytes json.Marshal gives the value itself, and a Payload (static or
+// in an interface) is sent as it is.
+func TestEncodeOutputIsMarshalOfTheValue(t *testing.T) {
+	payload := protocol.Payload{Schema: "own.v1", Data: jsontext.Value(`{"a":1}`)}
+	check := func(name string, out any, res protocol.OperationCallResult, err error) {
+		t.Helper()
+		if p, ok := out.(protocol.Payload); ok {
+			if err != nil || !reflect.DeepEqual(res.Output, p) {
+				t.Errorf("%s: %+v %v, want the payload as it is", name, res.Output, err)
+			}
+			return
+		}
+		want, wantErr := json.Marshal(out)
+		if (err == nil) != (wantErr == nil) || string(res.Output.Data) != string(want) || (err == nil && res.Output.Schema != "s.v1") ||
+			(err != nil && err.Error() != "encoding output: "+wantErr.Error()) {
+			t.Errorf("%s: %s %q %v, want %s %v", name, res.Output.Data, res.Output.Schema, err, want, wantErr)
+		}
+	}
+	echo := echoIn{Text: "a\u2028<b>"}
+	res, err := encodeOutput("s.v1", &echo)
+	check("struct", echo, res, err)
+	var nilPtr *echoIn
+	res, err = encodeOutput("s.v1", &nilPtr)
+	check("nil pointer", nilPtr, res, err)
+	pm := ptrMarshaler{N: 1}
+	res, err = encodeOutput("s.v1", &pm)
+	check("pointer-receiver marshaler", pm, res, err)
+	var nothing any
+	res, err = encodeOutput("s.v1", &nothing)
+	check("nil any", nothing, res, err)
+	var inAny any = payload
+	res, err = encodeOutput("s.v1", &inAny)
+	check("payload in any", inAny, res, err)
+	res, err = encodeOutput("s.v1", &payload)
+	check("payload", payload, res, err)
+	ch := make(chan int)
+	res, err = encodeOutput("s.v1", &ch)
+	check("unencodable", ch, res, err)
 }
