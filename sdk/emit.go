@@ -36,11 +36,12 @@ func Emit[In any](fn func(ctx context.Context, r *Request, in In) (EmitDraft, er
 		schema = SchemaOf[In]()
 	}
 	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON(), kind: protocol.OperationEmit}
+	dec := newInputDecoder(schema, t)
 	op.emit = func(ctx context.Context, r *Request, input protocol.Payload) (EmitDraft, error) {
 		var in In
 		if raw {
 			reflect.ValueOf(&in).Elem().Set(reflect.ValueOf(input))
-		} else if err := decodeInput(schema, input.Data, &in); err != nil {
+		} else if err := decodeInput(dec, input.Data, &in); err != nil {
 			return EmitDraft{}, err
 		}
 		return fn(ctx, r, in)

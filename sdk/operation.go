@@ -2,8 +2,10 @@ package sdk
 
 import (
 	"context"
+	"encoding"
 	"fmt"
 	"reflect"
+	"sync"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -23,6 +25,9 @@ type operation struct {
 	inputSchemaJSON jsontext.Value
 	outputSchema    string
 	call            func(ctx context.Context, r *Request, input protocol.Payload) (any, error)
+	// answer is call with its output encoded as operation.call answers it,
+	// under schema unless the output is a Payload.
+	answer func(ctx context.Context, r *Request, input protocol.Payload, schema string) (protocol.OperationCallResult, error)
 	// kind is the operation's kind: protocol.OperationHandler unless
 	// Waiter or Emit set another.
 	kind string
@@ -53,23 +58,130 @@ func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, 
 		schema = SchemaOf[In]()
 	}
 	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON(), kind: protocol.OperationHandler}
+	dec := newInputDecoder(schema, t)
+	decode := func(input protocol.Payload, in *In) error {
+		if raw {
+			reflect.ValueOf(in).Elem().Set(reflect.ValueOf(input))
+			return nil
+		}
+		return decodeInput(dec, input.Data, in)
+	}
 	op.call = func(ctx context.Context, r *Request, input protocol.Payload) (any, error) {
 		var in In
-		if raw {
-			reflect.ValueOf(&in).Elem().Set(reflect.ValueOf(input))
-		} else if err := decodeInput(schema, input.Data, &in); err != nil {
+		if err := decode(input, &in); err != nil {
 			return nil, err
 		}
 		return fn(ctx, r, in)
 	}
+	frames := sync.Pool{New: func() any { return new(frame[In, Out]) }}
+	op.answer = func(ctx context.Context, r *Request, input protocol.Payload, schema string) (protocol.OperationCallResult, error) {
+		f := frames.Get().(*frame[In, Out])
+		defer frames.Put(f)
+		err := decode(input, &f.in)
+		in := f.in
+		f.in = *new(In)
+		if err != nil {
+			return protocol.OperationCallResult{}, err
+		}
+		if f.out, err = fn(ctx, r, in); err != nil {
+			f.out = *new(Out)
+			return protocol.OperationCallResult{}, err
+		}
+		res, err := encodeOutput(schema, &f.out)
+		f.out = *new(Out)
+		return res, err
+	}
 	return OperationHandler{op: op}
+}
+
+// frame holds a call's input while it is decoded and its output while it
+// is encoded, pooled per operation: both go to the JSON package by pointer,
+// so they would otherwise be allocated on the heap on every call. It is
+// zeroed before it goes back, to hold on to nothing of the call.
+type frame[In, Out any] struct {
+	in  In
+	out Out
 }
 
 // strictInput reads operation inputs: exact names, nothing unknown.
 var strictInput = json.JoinOptions(json.RejectUnknownMembers(true), json.MatchCaseInsensitiveNames(false))
 
-// decodeInput checks data against schema, then decodes it strictly into v.
-func decodeInput(schema *Schema, data jsontext.Value, v any) error {
+// inputDecoder checks and decodes an operation's input against its schema.
+type inputDecoder struct {
+	schema *Schema
+	// raw is schema compiled to check the encoded input in place; nil when
+	// it cannot be, and every input takes decodeInput's two passes.
+	raw *rawCheck
+}
+
+// newInputDecoder compiles schema for inputs decoded into t. A t whose
+// decoding runs code of its own (an UnmarshalJSON, UnmarshalJSONFrom or
+// UnmarshalText anywhere in it) keeps the two passes, so that code still
+// runs once, and only on inputs the schema accepted.
+func newInputDecoder(schema *Schema, t reflect.Type) *inputDecoder {
+	d := &inputDecoder{schema: schema}
+	if !decodesWithMethods(t, map[reflect.Type]bool{}) {
+		d.raw = compileRaw(schema)
+	}
+	return d
+}
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	unmarshalerFromType = reflect.TypeFor[json.UnmarshalerFrom]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decodesWithMethods reports whether decoding into t can call a method of
+// a type in it other than the JSON package's own (a jsontext.Value's, which
+// copies the value) and time.Time's (the decoder has its own for times).
+func decodesWithMethods(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == timeType || t == rawType || seen[t] {
+		return false
+	}
+	seen[t] = true
+	for _, m := range []reflect.Type{unmarshalerType, unmarshalerFromType, textUnmarshalerType} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			return true
+		}
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return decodesWithMethods(t.Elem(), seen)
+	case reflect.Map:
+		return decodesWithMethods(t.Key(), seen) || decodesWithMethods(t.Elem(), seen)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if decodesWithMethods(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decodeInput decodes data into *v as decodeInputChecked does, in one
+// decode when it can: strictly into *v, then a scan of data that proves
+// the schema check would pass. Anything else (a decode error, a check that
+// fails or that the scan cannot prove) starts again from a zero *v through
+// decodeInputChecked, so every outcome and error is the same.
+func decodeInput[T any](d *inputDecoder, data jsontext.Value, v *T) error {
+	if len(data) == 0 {
+		data = jsontext.Value("{}")
+	}
+	if d.raw != nil {
+		if json.Unmarshal(data, v, strictInput) == nil && d.raw.accepts(data) {
+			return nil
+		}
+		var zero T
+		*v = zero
+	}
+	return decodeInputChecked(d.schema, data, v)
+}
+
+// decodeInputChecked checks data against schema, then decodes it strictly
+// into v.
+func decodeInputChecked(schema *Schema, data jsontext.Value, v any) error {
 	if len(data) == 0 {
 		data = jsontext.Value("{}")
 	}
@@ -86,9 +198,12 @@ func decodeInput(schema *Schema, data jsontext.Value, v any) error {
 	return nil
 }
 
-// encodeOutput marshals an operation's output as the payload's data.
-func encodeOutput(schema string, out any) (protocol.OperationCallResult, error) {
-	if p, ok := out.(protocol.Payload); ok {
+// encodeOutput marshals an operation's output as the payload's data, or
+// sends a Payload as it is. It takes the output by pointer: marshalling a
+// value held in an interface would copy it to the heap twice (the boxing,
+// then an addressable copy), for the same bytes.
+func encodeOutput[Out any](schema string, out *Out) (protocol.OperationCallResult, error) {
+	if p, ok := any(*out).(protocol.Payload); ok {
 		return protocol.OperationCallResult{Output: p}, nil
 	}
 	b, err := json.Marshal(out)

@@ -1,11 +1,13 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -283,4 +285,354 @@ func kindOf(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// rawCheck is a Schema compiled to check encoded JSON in place, so an input
+// the strict decode accepted need not be decoded a second time into any just
+// to be checked. It answers only "Check would pass": accepts returns false
+// whenever Check might fail or the JSON decode into any might, and the
+// caller then runs the decode and Check themselves for their error.
+type rawCheck struct {
+	kind       byte // one of the kind* constants
+	format     string
+	items      *rawCheck
+	props      map[string]rawProp
+	required   uint64 // the bit of every required member
+	closed     bool
+	additional *rawCheck
+}
+
+// rawProp is a property's compiled schema and its bit in required (zero
+// when it is optional).
+type rawProp struct {
+	check *rawCheck
+	bit   uint64
+}
+
+const (
+	kindAny = iota // Type "" or a type Check does not know: anything goes
+	kindString
+	kindBoolean
+	kindInteger
+	kindNumber
+	kindArray
+	kindObject
+)
+
+// anyCheck checks a value Check does not look at, which must still decode
+// into any.
+var anyCheck = &rawCheck{kind: kindAny}
+
+// compileRaw compiles s, or returns nil when checking in place cannot
+// follow Check: an array without Items (Check would panic on an element)
+// or an object with more than 64 required members.
+func compileRaw(s *Schema) *rawCheck {
+	return compileRawSeen(s, map[*Schema]*rawCheck{})
+}
+
+func compileRawSeen(s *Schema, seen map[*Schema]*rawCheck) *rawCheck {
+	if c, ok := seen[s]; ok {
+		return c
+	}
+	c := &rawCheck{format: s.Format}
+	seen[s] = c
+	switch s.Type {
+	case "string":
+		c.kind = kindString
+	case "boolean":
+		c.kind = kindBoolean
+	case "integer":
+		c.kind = kindInteger
+	case "number":
+		c.kind = kindNumber
+	case "array":
+		c.kind = kindArray
+		if s.Items == nil {
+			return nil
+		}
+		if c.items = compileRawSeen(s.Items, seen); c.items == nil {
+			return nil
+		}
+	case "object":
+		c.kind = kindObject
+		c.closed = s.Closed
+		if len(s.Required) > 64 {
+			return nil
+		}
+		c.props = make(map[string]rawProp, len(s.Properties)+len(s.Required))
+		for name, ps := range s.Properties {
+			pc := compileRawSeen(ps, seen)
+			if pc == nil {
+				return nil
+			}
+			c.props[name] = rawProp{check: pc}
+		}
+		for i, name := range s.Required {
+			p, ok := c.props[name]
+			if !ok {
+				// Required but not a property: only an additional member
+				// can satisfy it, which Check checks as any other.
+				p.check = c.additionalCheck(s, seen)
+				if p.check == nil {
+					return nil
+				}
+				if s.Closed {
+					// Present, it is refused as unknown; absent, as missing.
+					return nil
+				}
+			}
+			if p.bit != 0 {
+				return nil // named twice: leave it to Check
+			}
+			p.bit = 1 << i
+			c.props[name] = p
+			c.required |= p.bit
+		}
+		if !s.Closed {
+			if c.additional = c.additionalCheck(s, seen); c.additional == nil {
+				return nil
+			}
+		}
+	}
+	return c
+}
+
+// additionalCheck is the compiled check of s's additional members: anything
+// (that decodes) when Additional is nil.
+func (c *rawCheck) additionalCheck(s *Schema, seen map[*Schema]*rawCheck) *rawCheck {
+	if s.Additional == nil {
+		return anyCheck
+	}
+	return compileRawSeen(s.Additional, seen)
+}
+
+// accepts reports whether Check accepts the value data decodes to, data
+// being one JSON value that a decoder has already found valid (syntax,
+// UTF-8, no duplicate names). False means "refused, or not known here".
+func (c *rawCheck) accepts(data []byte) bool {
+	i, ok := c.value(data, skipSpace(data, 0))
+	return ok && skipSpace(data, i) == len(data)
+}
+
+// value checks the value at data[i:] and returns the index after it.
+func (c *rawCheck) value(data []byte, i int) (int, bool) {
+	if i >= len(data) {
+		return i, false
+	}
+	switch b := data[i]; {
+	case b == 'n':
+		ok := c.kind == kindAny || c.kind == kindArray || (c.kind == kindObject && !c.closed)
+		return i + len("null"), ok
+	case b == 't':
+		return i + len("true"), c.kind == kindAny || c.kind == kindBoolean
+	case b == 'f':
+		return i + len("false"), c.kind == kindAny || c.kind == kindBoolean
+	case b == '"':
+		end, escaped, ok := scanString(data, i)
+		if !ok || (c.kind != kindAny && c.kind != kindString) {
+			return end, false
+		}
+		if c.kind == kindString && (c.format == "byte" || c.format == "date-time") {
+			return end, checkFormat(c.format, data[i:end], escaped)
+		}
+		return end, true
+	case b == '-' || ('0' <= b && b <= '9'):
+		return scanNumber(data, i, c.kind)
+	case b == '[':
+		items := anyCheck
+		switch c.kind {
+		case kindAny:
+		case kindArray:
+			items = c.items
+		default:
+			return i, false
+		}
+		return items.array(data, i)
+	case b == '{':
+		switch c.kind {
+		case kindAny:
+			return anyObject(data, i)
+		case kindObject:
+			return c.object(data, i)
+		}
+	}
+	return i, false
+}
+
+func (items *rawCheck) array(data []byte, i int) (int, bool) {
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = items.value(data, i); !ok {
+			return i, false
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return i, false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// anyObject checks that every member of an object Check does not look at
+// decodes.
+func anyObject(data []byte, i int) (int, bool) {
+	return members(data, i, func(_ []byte, _ bool, i int) (int, bool) { return anyCheck.value(data, i) })
+}
+
+func (c *rawCheck) object(data []byte, i int) (int, bool) {
+	var seen uint64
+	end, ok := members(data, i, func(name []byte, escaped bool, i int) (int, bool) {
+		if escaped {
+			var err error
+			if name, err = jsontext.AppendUnquote(nil, name); err != nil {
+				return i, false
+			}
+		} else {
+			name = name[1 : len(name)-1]
+		}
+		p, known := c.props[string(name)]
+		switch {
+		case known:
+			seen |= p.bit
+			return p.check.value(data, i)
+		case c.closed:
+			return i, false
+		default:
+			return c.additional.value(data, i)
+		}
+	})
+	return end, ok && seen == c.required
+}
+
+// members walks the members of the object at data[i:], handing each
+// member's quoted name, whether it has escapes, and the index of its value
+// to member, which returns the index after the value.
+func members(data []byte, i int, member func(name []byte, escaped bool, i int) (int, bool)) (int, bool) {
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		end, escaped, ok := scanString(data, i)
+		if !ok {
+			return end, false
+		}
+		name := data[i:end]
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return i, false
+		}
+		if i, ok = member(name, escaped, skipSpace(data, i+1)); !ok {
+			return i, false
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return i, false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// scanString finds the end of the string at data[i:] (just past its closing
+// quote) and whether it has escapes.
+func scanString(data []byte, i int) (end int, escaped, ok bool) {
+	if i >= len(data) || data[i] != '"' {
+		return i, false, false
+	}
+	for j := i + 1; ; {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return len(data), escaped, false
+		}
+		q += j
+		b := bytes.IndexByte(data[j:q], '\\')
+		if b < 0 {
+			return q + 1, escaped, true
+		}
+		// Skip the escaped character, which may be the quote found.
+		escaped = true
+		j += b + 2
+	}
+}
+
+// scanNumber checks the number at data[i:] against kind: it must decode
+// into a float64 (not overflow), and be integral for kindInteger.
+func scanNumber(data []byte, i int, kind byte) (int, bool) {
+	end, digits, plain := i, 0, true
+	for ; end < len(data); end++ {
+		b := data[end]
+		if '0' <= b && b <= '9' {
+			digits++
+			continue
+		}
+		if b == '.' || b == 'e' || b == 'E' || b == '+' || b == '-' {
+			plain = plain && b == '-'
+			continue
+		}
+		break
+	}
+	if kind != kindAny && kind != kindNumber && kind != kindInteger {
+		return end, false
+	}
+	if plain && digits <= 300 {
+		return end, true // an integer well within float64's range
+	}
+	f, err := strconv.ParseFloat(string(data[i:end]), 64)
+	if err != nil {
+		return end, false
+	}
+	return end, kind != kindInteger || f == math.Trunc(f)
+}
+
+// checkFormat runs Check's format test on a quoted string.
+func checkFormat(format string, quoted []byte, escaped bool) bool {
+	var s string
+	if escaped {
+		b, err := jsontext.AppendUnquote(nil, quoted)
+		if err != nil {
+			return false
+		}
+		s = string(b)
+	} else {
+		s = string(quoted[1 : len(quoted)-1])
+	}
+	switch format {
+	case "byte":
+		_, err := base64.StdEncoding.DecodeString(s)
+		return err == nil
+	case "date-time":
+		_, err := time.Parse(time.RFC3339Nano, s)
+		return err == nil
+	}
+	return true
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }

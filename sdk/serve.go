@@ -192,16 +192,12 @@ func (s *server) shutdown(ctx context.Context, _ protocol.ShutdownParams) (proto
 
 func (s *server) operationCall(ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 	op, ok := s.x.operations[p.Operation]
-	if !ok || op.kind != protocol.OperationHandler || op.call == nil {
+	if !ok || op.kind != protocol.OperationHandler || op.answer == nil {
 		return protocol.OperationCallResult{}, protocol.Errorf(protocol.ErrUndeclared, "handler operation %q is not declared by %s", p.Operation, s.x.Manifest.Name)
 	}
 	r := &Request{Host: s.host, Authority: p.Authority, RequestID: p.RequestID,
 		Method: protocol.MethodOperationCall, Name: p.Operation}
-	out, err := op.call(ctx, r, p.Input)
-	if err != nil {
-		return protocol.OperationCallResult{}, err
-	}
-	return encodeOutput(op.outputSchema, out)
+	return op.answer(ctx, r, p.Input, op.outputSchema)
 }
 
 func (s *server) taskRun(ctx context.Context, p protocol.TaskRunParams) (protocol.TaskRunResult, error) {
