@@ -318,6 +318,9 @@ func rawString(b []byte, i int) ([]byte, int) {
 	start := i + 1
 	ascii := true
 	for i = start; i < len(b); i++ {
+		if plainByte[b[i]] {
+			continue
+		}
 		c := b[i]
 		if c == '"' {
 			s := b[start:i]
@@ -329,9 +332,7 @@ func rawString(b []byte, i int) ([]byte, int) {
 		if c < ' ' || c == '\\' {
 			return nil, -1
 		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
+		ascii = false
 	}
 	return nil, -1
 }
@@ -513,13 +514,16 @@ func (s *valueScanner) array(i int) int {
 // and, when the scan is not canonical, \/, which it would rewrite.
 func (s *valueScanner) str(i int, name bool) int {
 	b := s.b
-	for i++; i < len(b); {
-		c := b[i]
-		switch {
+	for i++; ; {
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1
-		case c < ' ':
-			return -1
 		case c == '\\':
 			if name || i+1 >= len(b) {
 				return -1
@@ -534,8 +538,8 @@ func (s *valueScanner) str(i int, name bool) int {
 				return -1
 			}
 			i += 2
-		case c < utf8.RuneSelf:
-			i++
+		case c < ' ':
+			return -1
 		default:
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n == 1 {
@@ -544,8 +548,16 @@ func (s *valueScanner) str(i int, name bool) int {
 			i += n
 		}
 	}
-	return -1
 }
+
+// plainByte marks the bytes a JSON string holds as they are: printable
+// ASCII other than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // literal returns the index past word at b[i], or -1.
 func literal(b []byte, i int, word string) int {
