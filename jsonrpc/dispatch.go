@@ -259,8 +259,9 @@ func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
 	var err error
 	if a, ok := result.(jsonAppender); ok {
 		var b []byte
-		b, err = a.AppendJSON(j.answer.AvailableBuffer())
-		j.answer.Write(b)
+		if b, err = a.AppendJSON(j.answer.AvailableBuffer()); err == nil {
+			j.answer.Write(b)
+		}
 	} else {
 		err = json.MarshalWrite(j.answer, result)
 	}

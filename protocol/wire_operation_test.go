@@ -372,3 +372,25 @@ func benchEncode[T interface{ AppendJSON([]byte) ([]byte, error) }](b *testing.B
 		}
 	})
 }
+
+// BenchmarkPayloadDataCheck compares the data's one scan with
+// jsontext.Value.IsValid, which checks less (not that json would write the
+// data as it stands) and is the cheapest check json offers.
+func BenchmarkPayloadDataCheck(b *testing.B) {
+	data := jsontext.Value(`{"text":"the quick brown fox jumps over the lazy dog, again and again, until the bench is done"}`)
+	b.Run("scan", func(b *testing.B) {
+		for b.Loop() {
+			s := valueScanner{b: data, canonical: true}
+			if s.value(0) != len(data) {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("IsValid", func(b *testing.B) {
+		for b.Loop() {
+			if !data.IsValid() {
+				b.Fatal("not valid")
+			}
+		}
+	})
+}
