@@ -416,6 +416,7 @@ func (s *valueScanner) space(i int) int {
 	return j
 }
 
+// object returns the index past the object at b[i], or -1.
 func (s *valueScanner) object(i int) int {
 	if s.depth++; s.depth > maxScanDepth {
 		return -1
@@ -475,6 +476,7 @@ func (s *valueScanner) object(i int) int {
 	}
 }
 
+// array returns the index past the array at b[i], or -1.
 func (s *valueScanner) array(i int) int {
 	if s.depth++; s.depth > maxScanDepth {
 		return -1
@@ -605,6 +607,7 @@ func number(b []byte, i int) int {
 	return i
 }
 
+// digits returns the index past the decimal digits from b[i].
 func digits(b []byte, i int) int {
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 		i++
