@@ -11,7 +11,7 @@ import (
 )
 
 // The operation.call envelope is on every operation call, both ways, and
-// json spends most of its time on it in reflection over five small structs
+// json spends most of its time on it in reflection over its small structs
 // and in the payload's data, a jsontext.Value it validates and reformats
 // on the way out and validates on the way in. The codecs here read and
 // write the envelope directly and check the data with one scan; anything
@@ -20,7 +20,8 @@ import (
 
 // UnmarshalJSONOnePass decodes operation.call's params from the JSON
 // object data, as json.Unmarshal would. The input's data is a copy that p
-// owns: data may be borrowed from a read buffer that is reused.
+// owns: data may be borrowed from a read buffer that is reused. Only a zero
+// p is decoded directly: into anything else json.Unmarshal merges.
 func (p *OperationCallParams) UnmarshalJSONOnePass(data []byte) error {
 	if p.Operation == "" && p.Input.Schema == "" && p.Input.Data == nil && p.Authority == (Authority{}) && p.RequestID == "" {
 		var v OperationCallParams
@@ -58,7 +59,8 @@ func (p OperationCallParams) AppendJSON(b []byte) ([]byte, error) {
 
 // UnmarshalJSONOnePass decodes operation.call's result from the JSON
 // object data, as json.Unmarshal would. The output's data is a copy that r
-// owns: data may be borrowed from a read buffer that is reused.
+// owns: data may be borrowed from a read buffer that is reused. Only a zero
+// r is decoded directly: into anything else json.Unmarshal merges.
 func (r *OperationCallResult) UnmarshalJSONOnePass(data []byte) error {
 	if r.Output.Schema == "" && r.Output.Data == nil {
 		var v OperationCallResult
