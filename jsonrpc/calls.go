@@ -251,14 +251,19 @@ func (o *outgoing) deliverMalformed(c *Conn, frame []byte) bool {
 }
 
 // decodeResult decodes an answer's result into v (nil discards it; a null
-// result leaves v as it is).
+// result leaves v as it is). A result that decodes itself
+// (protocol.OperationCallResult) is handed data, which may be borrowed from
+// the read buffer: what it keeps it copies.
 func decodeResult(data []byte, v any) error {
 	if v == nil || len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		return nil
 	}
-	if raw, ok := v.(*jsonrpc2.RawMessage); ok {
-		*raw = bytes.Clone(data)
+	switch r := v.(type) {
+	case *jsonrpc2.RawMessage:
+		*r = bytes.Clone(data)
 		return nil
+	case onePassDecoder:
+		return r.UnmarshalJSONOnePass(data)
 	}
 	return json.Unmarshal(data, v)
 }

@@ -247,15 +247,25 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	return result, err
 }
 
-// encodeAnswer marshals a call's result once, into the call's answer buffer,
-// and refuses an answer whose line would pass the message bound: the caller
-// gets too_large for its id instead, and the connection stays up. The library
-// copies the answer into its frame before this goroutine reads again, so the
-// reader's answer buffer is free again by the next call; a released call
-// keeps the buffer it had.
+// encodeAnswer marshals a call's result once, into the call's answer buffer
+// (a result that appends its own JSON, as protocol.OperationCallResult does,
+// appends it there), and refuses an answer whose line would pass the message
+// bound: the caller gets too_large for its id instead, and the connection
+// stays up. The library copies the answer into its frame before this
+// goroutine reads again, so the reader's answer buffer is free again by the
+// next call; a released call keeps the buffer it had.
 func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
 	j.answer.Reset()
-	if err := json.MarshalWrite(j.answer, result); err != nil {
+	var err error
+	if a, ok := result.(jsonAppender); ok {
+		var b []byte
+		if b, err = a.AppendJSON(j.answer.AvailableBuffer()); err == nil {
+			j.answer.Write(b)
+		}
+	} else {
+		err = json.MarshalWrite(j.answer, result)
+	}
+	if err != nil {
 		c.opts.Logger.Error("answer cannot be encoded", "method", j.method, "err", err)
 		return nil, internalError
 	}
