@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -263,7 +264,9 @@ func decodeResult(data []byte, v any) error {
 		*r = bytes.Clone(data)
 		return nil
 	case onePassDecoder:
-		return r.UnmarshalJSONOnePass(data)
+		if !isNilPointer(v) {
+			return r.UnmarshalJSONOnePass(data)
+		}
 	}
 	return json.Unmarshal(data, v)
 }
@@ -388,6 +391,19 @@ type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
+// appender is v as a jsonAppender, unless v is a nil pointer: json writes
+// one as null, where its AppendJSON, a value method, would dereference it.
+func appender(v any) (jsonAppender, bool) {
+	a, ok := v.(jsonAppender)
+	return a, ok && !isNilPointer(v)
+}
+
+// isNilPointer reports whether v holds a nil pointer.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
 // encodeRequest encodes a request's whole line once, its params marshaled
 // in place, as the library frames it: {"jsonrpc":"2.0","method":…,
 // "params":…,"id":…}, with no params member when they are absent or null and
@@ -405,6 +421,10 @@ func (c *Conn) encodeRequest(buf *bytes.Buffer, method string, id int64, params 
 	case jsonrpc2.RawMessage:
 		buf.Write(p)
 	case jsonAppender:
+		if isNilPointer(p) {
+			buf.WriteString("null")
+			break
+		}
 		b, err := p.AppendJSON(buf.AvailableBuffer())
 		if err != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalid, "%s: the params cannot be encoded as JSON, so nothing was sent: %v", method, err)

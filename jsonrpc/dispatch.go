@@ -257,7 +257,7 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
 	j.answer.Reset()
 	var err error
-	if a, ok := result.(jsonAppender); ok {
+	if a, ok := appender(result); ok {
 		var b []byte
 		if b, err = a.AppendJSON(j.answer.AvailableBuffer()); err == nil {
 			j.answer.Write(b)

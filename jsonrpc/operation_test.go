@@ -88,3 +88,32 @@ func BenchmarkInProcessOperationCall(b *testing.B) {
 		}
 	}
 }
+
+// TestNilPointersThatAppendTheirOwnJSONGoAsNull holds the codec hooks to
+// json for a nil pointer to a type that appends its own JSON: a nil answer
+// goes as a null result and nil params as none, where calling the value
+// method AppendJSON through the pointer would panic, and a nil result
+// pointer is refused as json refuses it.
+func TestNilPointersThatAppendTheirOwnJSONGoAsNull(t *testing.T) {
+	table := NewTable()
+	params := make(chan jsontext.Value, 1)
+	Handle(table, "nil.answer", func(ctx context.Context, p jsontext.Value) (*protocol.OperationCallResult, error) {
+		params <- p
+		return nil, nil
+	})
+	a, _ := connPair(t, Options{}, Options{Handlers: table})
+	ctx := context.Background()
+	out := protocol.OperationCallResult{Output: protocol.Payload{Schema: "kept"}}
+	if err := a.Call(ctx, "nil.answer", (*protocol.OperationCallParams)(nil), &out); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-params; len(p) != 0 {
+		t.Errorf("nil params arrived as %s, want none", p)
+	}
+	if out.Output.Schema != "kept" {
+		t.Errorf("a null result changed the result to %+v", out)
+	}
+	if err := decodeResult([]byte(`{"output":{}}`), (*protocol.OperationCallResult)(nil)); err == nil {
+		t.Error("decoding into a nil result pointer was not refused")
+	}
+}
