@@ -24,3 +24,42 @@ func stderrPipe() (r, w *os.File, err error) {
 	}
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
+
+// protocolPipes are the extension's stdin (inR its end, inW ours) and
+// stdout (outW its end, outR ours). Ours are non-blocking, in the runtime's
+// poller, as os.Pipe makes them; the child's stay plain blocking files,
+// which os.Pipe would also put in the poller, only for the exec to take
+// them out again: ten system calls more on the way to every start.
+func protocolPipes() (inR, inW, outR, outW *os.File, err error) {
+	inR, inW, err = hostPipe(false)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	outR, outW, err = hostPipe(true)
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, nil, err
+	}
+	return inR, inW, outR, outW, nil
+}
+
+// hostPipe is a pipe with the host's end (the read end when hostReads, the
+// write end otherwise) non-blocking.
+func hostPipe(hostReads bool) (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, err
+	}
+	host := p[1]
+	if hostReads {
+		host = p[0]
+	}
+	if err := syscall.SetNonblock(host, true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return nil, nil, err
+	}
+	// os.NewFile puts a non-blocking descriptor in the poller.
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}

@@ -139,14 +139,8 @@ func (w *inWriter) Close() error { return w.f.Close() }
 // the protocol over and its stderr drained into log. On Linux the process
 // is killed if the daemon dies, so a host crash never orphans it.
 func spawn(argv []string, dir string, env []string, mark string, log *stderrLog) (*process, error) {
-	inR, inW, err := os.Pipe()
+	inR, inW, outR, outW, err := protocolPipes()
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
 		return nil, err
 	}
 	errR, errW, err := stderrPipe()
