@@ -63,3 +63,39 @@ func hostPipe(hostReads bool) (r, w *os.File, err error) {
 	// os.NewFile puts a non-blocking descriptor in the poller.
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
+
+// sysPidfdOpen is pidfd_open(2), the same number on every Linux
+// architecture.
+const sysPidfdOpen = 434
+
+// awaitExit parks the caller in the runtime's poller until the process
+// exits (its pidfd turns readable), so the Wait that follows returns at
+// once. A Wait that blocks in waitid holds an OS thread and, until the
+// runtime's monitor takes it back, a P: on a two-core machine the start's
+// handshake then waited for a P while the new process was already
+// answering. Where pidfd_open is missing, it returns at once and Wait
+// blocks as before.
+func awaitExit(pid int) {
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		return
+	}
+	if err := syscall.SetNonblock(int(fd), true); err != nil {
+		syscall.Close(int(fd))
+		return
+	}
+	f := os.NewFile(fd, "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	waited := false
+	_ = rc.Read(func(uintptr) bool {
+		// The first call only arms the wait; the poller calls again once
+		// the pidfd is readable.
+		done := waited
+		waited = true
+		return done
+	})
+}

@@ -32,3 +32,6 @@ func protocolPipes() (inR, inW, outR, outW *os.File, err error) {
 	}
 	return inR, inW, outR, outW, nil
 }
+
+// awaitExit returns at once: Wait blocks for the exit here.
+func awaitExit(int) {}

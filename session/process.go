@@ -184,6 +184,7 @@ func spawn(argv []string, dir string, env []string, mark string, log *stderrLog)
 		close(p.stderrDone)
 	}()
 	go func() {
+		awaitExit(p.pid)
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
