@@ -86,6 +86,12 @@ func awaitExit(pid int) {
 	}
 	f := os.NewFile(fd, "pidfd")
 	defer f.Close()
+	parkUntilReadable(f)
+}
+
+// parkUntilReadable waits in the runtime's poller until f, which is in
+// it, turns readable (or its peer is gone).
+func parkUntilReadable(f *os.File) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
@@ -93,9 +99,42 @@ func awaitExit(pid int) {
 	waited := false
 	_ = rc.Read(func(uintptr) bool {
 		// The first call only arms the wait; the poller calls again once
-		// the pidfd is readable.
+		// the descriptor is readable.
 		done := waited
 		waited = true
 		return done
 	})
+}
+
+// awaitStderr parks the caller in the runtime's poller until the stderr
+// pipe's read end r has something to read or its writers are gone, and
+// leaves r as it was: blocking and out of the poller, as the drain reads
+// it. Most extensions write nothing to stderr while they start, so the
+// drain holds no thread and no P through the handshake. It waits on a
+// duplicate of r, which shares r's non-blocking flag while it is in the
+// poller; closing the duplicate takes it out again. On any error it
+// returns at once and the drain's blocking read waits instead.
+func awaitStderr(r *os.File) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	dup := -1
+	_ = rc.Control(func(fd uintptr) {
+		d, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno == 0 {
+			dup = int(d)
+		}
+	})
+	if dup < 0 {
+		return
+	}
+	if err := syscall.SetNonblock(dup, true); err != nil {
+		syscall.Close(dup)
+		return
+	}
+	f := os.NewFile(uintptr(dup), "stderr")
+	parkUntilReadable(f)
+	f.Close()
+	_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
 }

@@ -35,3 +35,6 @@ func protocolPipes() (inR, inW, outR, outW *os.File, err error) {
 
 // awaitExit returns at once: Wait blocks for the exit here.
 func awaitExit(int) {}
+
+// awaitStderr returns at once: the drain's read waits here.
+func awaitStderr(*os.File) {}

@@ -179,6 +179,7 @@ func spawn(argv []string, dir string, env []string, mark string, log *stderrLog)
 		stderrDone: make(chan struct{}),
 	}
 	go func() {
+		awaitStderr(errR)
 		log.drain(errR)
 		errR.Close()
 		close(p.stderrDone)
