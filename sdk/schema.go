@@ -141,13 +141,144 @@ func jsonField(f reflect.StructField) (name string, optional, use bool) {
 }
 
 // JSON encodes the schema deterministically, as the manifest carries it.
+//
+// Every operation's schema is encoded while the extension is built, before
+// it answers initialize, so the encoding is written by hand: the encoder
+// json.Marshal builds for Schema by reflection on first use cost each start
+// more than all the schemas it then encodes. What the hand encoder does not
+// handle (text that is not UTF-8, an AdditionalJSON set by hand) goes to
+// json.Marshal, and a fuzz test holds the two to the same bytes.
 func (s *Schema) JSON() jsontext.Value {
 	s.prepare()
-	b, err := json.Marshal(s, json.Deterministic(true))
+	b, err := s.encode()
 	if err != nil {
 		panic(fmt.Sprintf("sdk: encoding schema: %v", err))
 	}
 	return b
+}
+
+// encode is the prepared schema as json.Marshal writes it, with the
+// properties in name order.
+func (s *Schema) encode() (jsontext.Value, error) {
+	if b, ok := appendSchema(nil, s); ok {
+		return b, nil
+	}
+	return json.Marshal(s, json.Deterministic(true))
+}
+
+// appendSchema appends s as json.Marshal writes it (omitempty fields left
+// out when their JSON is empty), or reports false when s holds something
+// only json.Marshal handles.
+func appendSchema(b []byte, s *Schema) ([]byte, bool) {
+	if s == nil {
+		return append(b, "null"...), true
+	}
+	ok := true
+	str := func(name, v string) {
+		if v == "" || !ok {
+			return
+		}
+		b = appendName(b, name)
+		b, ok = appendString(b, v)
+	}
+	b = append(b, '{')
+	str("type", s.Type)
+	str("description", s.Description)
+	str("format", s.Format)
+	if len(s.Properties) > 0 && ok {
+		b = appendName(b, "properties")
+		b = append(b, '{')
+		names := make([]string, 0, len(s.Properties))
+		for name := range s.Properties {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for i, name := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendString(b, name); !ok {
+				return nil, false
+			}
+			b = append(b, ':')
+			if b, ok = appendSchema(b, s.Properties[name]); !ok {
+				return nil, false
+			}
+		}
+		b = append(b, '}')
+	}
+	if len(s.Required) > 0 && ok {
+		b = appendName(b, "required")
+		b = append(b, '[')
+		for i, r := range s.Required {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendString(b, r); !ok {
+				return nil, false
+			}
+		}
+		b = append(b, ']')
+	}
+	if s.Items != nil && ok {
+		mark := len(b)
+		b = appendName(b, "items")
+		at := len(b)
+		if b, ok = appendSchema(b, s.Items); ok && emptyJSON(b[at:]) {
+			b = b[:mark]
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	// AdditionalJSON is what prepare wrote: false when Closed, else
+	// Additional's encoding, written again here, so a part json.Marshal
+	// refused is refused here too. One set by hand is json.Marshal's.
+	switch {
+	case s.Closed:
+		b = appendName(b, "additionalProperties")
+		b = append(b, "false"...)
+	case s.Additional != nil:
+		mark := len(b)
+		b = appendName(b, "additionalProperties")
+		at := len(b)
+		if b, ok = appendSchema(b, s.Additional); !ok {
+			return nil, false
+		}
+		if emptyJSON(b[at:]) {
+			b = b[:mark]
+		}
+	case s.AdditionalJSON != nil:
+		return nil, false
+	}
+	return append(b, '}'), true
+}
+
+// appendName appends an object member's name and its colon, after a comma
+// unless it is the first member.
+func appendName(b []byte, name string) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"', ':')
+}
+
+// appendString appends v quoted as json.Marshal quotes it; false when v is
+// not valid UTF-8.
+func appendString(b []byte, v string) ([]byte, bool) {
+	out, err := jsontext.AppendQuote(b, v)
+	return out, err == nil
+}
+
+// emptyJSON reports whether v is what omitempty leaves out.
+func emptyJSON(v []byte) bool {
+	switch string(v) {
+	case "null", `""`, "{}", "[]":
+		return true
+	}
+	return false
 }
 
 func (s *Schema) prepare() {
@@ -156,8 +287,7 @@ func (s *Schema) prepare() {
 		s.AdditionalJSON = jsontext.Value("false")
 	case s.Additional != nil:
 		s.Additional.prepare()
-		b, _ := json.Marshal(s.Additional, json.Deterministic(true))
-		s.AdditionalJSON = b
+		s.AdditionalJSON, _ = s.Additional.encode()
 	}
 	for _, p := range s.Properties {
 		p.prepare()

@@ -2,11 +2,16 @@ package session_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/open-conduit/open-conduit/fixtures/transport"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/sdk/memhost"
+	"github.com/open-conduit/open-conduit/session"
 )
 
 // latencies records one duration per iteration and reports p50 and p99.
@@ -96,4 +101,68 @@ func BenchmarkConcurrentEcho(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkColdStart is a fresh copy of a built extension, never run before,
+// started through session.Start until its first echo is answered: what an
+// install or an upgrade costs before the extension serves. The copy and the
+// Close after it are outside the timer.
+func BenchmarkColdStart(b *testing.B) {
+	benchStart(b, true)
+}
+
+// BenchmarkWarmRestart is the same binary started again (session.Start to the
+// first echo answered) after the last process was closed.
+func BenchmarkWarmRestart(b *testing.B) {
+	benchStart(b, false)
+}
+
+func benchStart(b *testing.B, fresh bool) {
+	ctx := context.Background()
+	pkg := session.Package{Dir: transportDir, Manifest: loadManifest(b, transportDir)}
+	opts := session.Options{
+		Host:     memhost.New(transport.Name).Table(),
+		HostInfo: protocol.HostInfo{Name: "open-conduit-bench", Version: "0"},
+	}
+	in := transport.Text{Text: "first"}
+	lat := make(latencies, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if fresh {
+			b.StopTimer()
+			pkg.Dir = freshPackage(b)
+			b.StartTimer()
+		}
+		t := time.Now()
+		s, err := session.Start(ctx, pkg, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := call[transport.Text](ctx, s, "transport.echo", in); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+		b.StopTimer()
+		s.Close(ctx)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+// freshPackage copies the transport package to a new directory, so its
+// binary is one the system has never run from there.
+func freshPackage(b *testing.B) string {
+	dir := b.TempDir()
+	for _, name := range []string{"transport-extension", protocol.ManifestFile} {
+		data, err := os.ReadFile(filepath.Join(transportDir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -24,3 +24,117 @@ func stderrPipe() (r, w *os.File, err error) {
 	}
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
+
+// protocolPipes are the extension's stdin (inR its end, inW ours) and
+// stdout (outW its end, outR ours). Ours are non-blocking, in the runtime's
+// poller, as os.Pipe makes them; the child's stay plain blocking files,
+// which os.Pipe would also put in the poller, only for the exec to take
+// them out again: ten system calls more on the way to every start.
+func protocolPipes() (inR, inW, outR, outW *os.File, err error) {
+	inR, inW, err = hostPipe(false)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	outR, outW, err = hostPipe(true)
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, nil, err
+	}
+	return inR, inW, outR, outW, nil
+}
+
+// hostPipe is a pipe with the host's end (the read end when hostReads, the
+// write end otherwise) non-blocking.
+func hostPipe(hostReads bool) (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, err
+	}
+	host := p[1]
+	if hostReads {
+		host = p[0]
+	}
+	if err := syscall.SetNonblock(host, true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return nil, nil, err
+	}
+	// os.NewFile puts a non-blocking descriptor in the poller.
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// sysPidfdOpen is pidfd_open(2), the same number on every Linux
+// architecture.
+const sysPidfdOpen = 434
+
+// awaitExit parks the caller in the runtime's poller until the process
+// exits (its pidfd turns readable), so the Wait that follows returns at
+// once. A Wait that blocks in waitid holds an OS thread and, until the
+// runtime's monitor takes it back, a P: on a two-core machine the start's
+// handshake then waited for a P while the new process was already
+// answering. Where pidfd_open is missing, it returns at once and Wait
+// blocks as before.
+func awaitExit(pid int) {
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		return
+	}
+	if err := syscall.SetNonblock(int(fd), true); err != nil {
+		syscall.Close(int(fd))
+		return
+	}
+	f := os.NewFile(fd, "pidfd")
+	defer f.Close()
+	parkUntilReadable(f)
+}
+
+// parkUntilReadable waits in the runtime's poller until f, which is in
+// it, turns readable (or its peer is gone).
+func parkUntilReadable(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	waited := false
+	_ = rc.Read(func(uintptr) bool {
+		// The first call only arms the wait; the poller calls again once
+		// the descriptor is readable.
+		done := waited
+		waited = true
+		return done
+	})
+}
+
+// awaitStderr parks the caller in the runtime's poller until the stderr
+// pipe's read end r has something to read or its writers are gone, and
+// leaves r as it was: blocking and out of the poller, as the drain reads
+// it. Most extensions write nothing to stderr while they start, so the
+// drain holds no thread and no P through the handshake. It waits on a
+// duplicate of r, which shares r's non-blocking flag while it is in the
+// poller; closing the duplicate takes it out again. On any error it
+// returns at once and the drain's blocking read waits instead.
+func awaitStderr(r *os.File) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	dup := -1
+	_ = rc.Control(func(fd uintptr) {
+		d, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno == 0 {
+			dup = int(d)
+		}
+	})
+	if dup < 0 {
+		return
+	}
+	if err := syscall.SetNonblock(dup, true); err != nil {
+		syscall.Close(dup)
+		return
+	}
+	f := os.NewFile(uintptr(dup), "stderr")
+	parkUntilReadable(f)
+	f.Close()
+	_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
+}

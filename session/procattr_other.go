@@ -16,3 +16,25 @@ func procAttr() *syscall.SysProcAttr {
 
 // stderrPipe is the pipe an extension's stderr is drained from.
 func stderrPipe() (r, w *os.File, err error) { return os.Pipe() }
+
+// protocolPipes are the extension's stdin (inR its end, inW ours) and
+// stdout (outW its end, outR ours).
+func protocolPipes() (inR, inW, outR, outW *os.File, err error) {
+	inR, inW, err = os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, nil, err
+	}
+	return inR, inW, outR, outW, nil
+}
+
+// awaitExit returns at once: Wait blocks for the exit here.
+func awaitExit(int) {}
+
+// awaitStderr returns at once: the drain's read waits here.
+func awaitStderr(*os.File) {}

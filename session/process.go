@@ -139,14 +139,8 @@ func (w *inWriter) Close() error { return w.f.Close() }
 // the protocol over and its stderr drained into log. On Linux the process
 // is killed if the daemon dies, so a host crash never orphans it.
 func spawn(argv []string, dir string, env []string, mark string, log *stderrLog) (*process, error) {
-	inR, inW, err := os.Pipe()
+	inR, inW, outR, outW, err := protocolPipes()
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
 		return nil, err
 	}
 	errR, errW, err := stderrPipe()
@@ -185,11 +179,13 @@ func spawn(argv []string, dir string, env []string, mark string, log *stderrLog)
 		stderrDone: make(chan struct{}),
 	}
 	go func() {
+		awaitStderr(errR)
 		log.drain(errR)
 		errR.Close()
 		close(p.stderrDone)
 	}()
 	go func() {
+		awaitExit(p.pid)
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()

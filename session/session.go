@@ -288,17 +288,29 @@ func hostTable(served *jsonrpc.Table) *jsonrpc.Table {
 		h, _ := served.Lookup(name)
 		t.HandleRaw(name, h)
 	}
-	for _, m := range protocol.Catalogue() {
-		if m.Direction != protocol.ExtensionToHost || t.Has(m.Name) {
+	for _, name := range callbackNames() {
+		if t.Has(name) {
 			continue
 		}
-		name := m.Name
 		t.HandleRaw(name, func(context.Context, jsontext.Value) (any, error) {
 			return nil, protocol.UnservedCallback(name)
 		})
 	}
 	return t
 }
+
+// callbackNames are the catalogued E→H methods, listed once: the catalogue
+// is a sorted copy each time it is asked for, which cost every session's
+// start more than the rest of its table.
+var callbackNames = sync.OnceValue(func() []string {
+	var names []string
+	for _, m := range protocol.Catalogue() {
+		if m.Direction == protocol.ExtensionToHost {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+})
 
 // Name is the extension's name.
 func (s *Session) Name() string { return s.name }
