@@ -30,10 +30,10 @@ type deadliner interface {
 	SetWriteDeadline(t time.Time) error
 }
 
-// guard sits under the library's NDJSON framer, on the bytes. Reading, it is
-// the line reader: it finds each newline with one bytes.IndexByte over the
-// bytes read, enforces the message bound (the framer has none) and hands the
-// line up without copying it. Writing, it keeps every frame one line: a raw
+// guard sits under the connection loop, on the bytes. Reading, it is the
+// line reader: it finds each newline with one bytes.IndexByte over the bytes
+// read, enforces the message bound and hands the line up without copying
+// it. Writing, it keeps every frame one line: a raw
 // newline inside a frame can only be JSON whitespace, so it becomes a space,
 // and U+2028/U+2029 (legal raw only inside JSON strings) become their
 // escapes, so line readers in other languages never split a message.
@@ -69,7 +69,7 @@ type guard struct {
 	readErr  error // the first read error, kept for the close reason
 	writeErr error // the first failed write; the streams are closed after it
 
-	// Write side: serialized by the framer's own write mutex.
+	// Write side: serialized by the connection's write mutex.
 	rawWrite func(fd uintptr) bool // writes rawFrame once, made once
 	rawFrame []byte
 	rawTaken int
@@ -99,12 +99,6 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 		return true
 	}
 	return g
-}
-
-// Read implements io.Reader for the library's framer, which is only ever
-// asked to write: lines are read by readFrame.
-func (g *guard) Read([]byte) (int, error) {
-	return 0, errors.New("jsonrpc: lines are read by the connection's own line reader")
 }
 
 // readFrame returns the next line without its newline, valid until the next
@@ -193,8 +187,8 @@ func (g *guard) endRead(err error) {
 	g.closeOnce.Do(func() { close(g.eof) })
 }
 
-// Write implements io.Writer. The framer hands it exactly one frame, ending
-// in its newline, per call.
+// Write implements io.Writer. The connection hands it exactly one frame,
+// ending in its newline, per call.
 func (g *guard) Write(p []byte) (int, error) {
 	if g.broken.Load() {
 		return 0, g.failedWrite()
