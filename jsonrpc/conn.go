@@ -48,6 +48,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, sees every line read and written (a wire tap).
 	Observer Observer
+
+	// coalesceWait overrides coalesceWait, for tests (negative: zero).
+	coalesceWait time.Duration
 }
 
 const (
@@ -70,7 +73,10 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	writeMu sync.Mutex // one line written at a time
+	writeMu      sync.Mutex   // one write at a time
+	pending      []byte       // answers held back for one write; under writeMu
+	hasPending   atomic.Bool  // pending is not empty
+	pendingSince atomic.Int64 // when the first answer held back was, since epoch
 
 	inflight   atomic.Int32
 	active     atomic.Int32  // requests being served, calls and notifications
@@ -121,6 +127,12 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
+	switch {
+	case opts.coalesceWait == 0:
+		opts.coalesceWait = coalesceWait
+	case opts.coalesceWait < 0:
+		opts.coalesceWait = 0
+	}
 	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now(),
 		idle: make(chan struct{}, 1), spare: make(chan struct{})}
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
@@ -133,6 +145,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 	c.guard.observer = opts.Observer
 	c.wire = newWire(c)
+	c.guard.beforeRead = c.flush
 	go c.reader()
 	go c.watch()
 	return c

@@ -167,6 +167,9 @@ func (j *job) releaseReader() {
 	if !j.state.CompareAndSwap(jobRunning, jobReleased) {
 		return
 	}
+	// The answers held back for the lines after this one go now: this call
+	// may hold its goroutine for long.
+	j.conn.flush()
 	j.conn.handOff()
 }
 
@@ -210,6 +213,7 @@ func (c *Conn) dispatch(l *lane, j *job, params []byte) (any, error) {
 	j.answer = &l.answer
 	j.grace = c.grace + time.Duration(len(params)/1024)*time.Microsecond
 	j.started = time.Since(c.epoch)
+	c.flushIfStale(j.started)
 	c.running.Store(j)
 	if !c.graceBusy.Load() {
 		c.graceBusy.Store(true)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	json "github.com/go-json-experiment/json"
 	"go.lsp.dev/jsonrpc2"
@@ -42,6 +43,23 @@ import (
 // then parks as the spare in turn; a new goroutine is started only when no
 // spare is parked. Each goroutine keeps its own buffers (its lane), so a
 // release moves no buffer and copies nothing.
+
+// Answers are coalesced: an answer made on the reader while the next line is
+// already read (callers at once, whose requests arrive together) is held, and
+// the answers held go out in one write when the lines read run out (before
+// the reader reads again, which may wait), with any other line written
+// meanwhile, when a call releases the reader, when they pass coalesceMax
+// bytes, or when the first has waited coalesceWait by the start of the next
+// call. No timer is waited for: an answer waits at most for the calls
+// already read after it to be served, and none of those holds the reader
+// past its grace period.
+
+// coalesceMax bounds the answers held back for one write.
+const coalesceMax = 64 << 10
+
+// coalesceWait is how long the first answer held back may wait for more
+// before the next call is served.
+const coalesceWait = 100 * time.Microsecond
 
 // lane is the buffers one reading goroutine serves calls with. A call
 // released from the reader keeps using its goroutine's lane; the goroutine
@@ -96,6 +114,7 @@ func (c *Conn) readLines(l *lane) bool {
 	for {
 		frame, err := c.guard.readFrame(c.ctx)
 		if err != nil {
+			c.flush()
 			c.wire.stop(err)
 			return false
 		}
@@ -113,6 +132,7 @@ func (c *Conn) readLines(l *lane) bool {
 		case err == nil && (v.Kind == jsonrpc2.MessageViewCall || v.Kind == jsonrpc2.MessageViewNotification):
 			r, method, ok := c.viewRequest(&v)
 			if !ok {
+				c.flush()
 				c.wire.stop(&badLine{err: jsonrpc2.ErrInvalidRequest, start: lineStart(frame)})
 				return false
 			}
@@ -125,6 +145,7 @@ func (c *Conn) readLines(l *lane) bool {
 			c.wire.refuse(l, fmt.Sprintf("a JSON-RPC batch (an array, %d bytes) is not accepted: this protocol takes one JSON object per line; send each request on its own line. Nothing in the batch was run", len(frame)))
 		case c.out.deliverMalformed(c, frame):
 		default:
+			c.flush()
 			c.wire.stop(&badLine{err: err, start: lineStart(frame)})
 			return false
 		}
@@ -186,23 +207,25 @@ func (c *Conn) request(l *lane, method string, r *request) bool {
 	}
 	if int(c.inflight.Add(1)) > c.opts.MaxInflight {
 		c.inflight.Add(-1)
-		l.line = c.writeAnswer(l.line, r.id, nil, overloaded(c.opts.MaxInflight))
+		l.line = c.writeAnswer(l.line, c.guard.buffered(), r.id, nil, overloaded(c.opts.MaxInflight))
 		return false
 	}
 	c.active.Add(1)
 	j := c.calls.add(c, r.id)
 	j.method = method
 	result, err := c.dispatch(l, j, r.params)
-	l.line = c.writeAnswer(l.line, j.id, result, err)
+	// Only a goroutine still holding the reader role may ask the guard.
 	released := j.state.Load() == jobReleased
+	l.line = c.writeAnswer(l.line, !released && c.guard.buffered(), j.id, result, err)
 	c.handlerDone()
 	return released
 }
 
 // writeAnswer encodes a call's whole answer line once into dst's array, the
-// id and the result (as encodeAnswer left it) or the error, and writes it.
-// It returns the buffer for reuse.
-func (c *Conn) writeAnswer(dst []byte, id jsonrpc2.ID, result any, err error) []byte {
+// id and the result (as encodeAnswer left it) or the error, and writes it,
+// or holds it back for the answers after it when hold is set (the reader
+// has the next line already). It returns the buffer for reuse.
+func (c *Conn) writeAnswer(dst []byte, hold bool, id jsonrpc2.ID, result any, err error) []byte {
 	var raw jsonrpc2.RawMessage
 	if err == nil {
 		switch r := result.(type) {
@@ -217,7 +240,11 @@ func (c *Conn) writeAnswer(dst []byte, id jsonrpc2.ID, result any, err error) []
 		}
 	}
 	line := append(jsonrpc2.AppendResponse(dst[:0], id, raw, err), '\n')
-	_ = c.writeLine(c.ctx, line)
+	if hold {
+		c.holdLine(line)
+	} else {
+		_ = c.writeLine(c.ctx, line)
+	}
 	if cap(line) > maxPooledFrame {
 		return nil
 	}
@@ -225,7 +252,8 @@ func (c *Conn) writeAnswer(dst []byte, id jsonrpc2.ID, result any, err error) []
 }
 
 // writeLine writes one whole line, ending in its newline, through the
-// guard, one writer at a time. A write whose context has ended is not made.
+// guard, one writer at a time, after the answers held back, in the same
+// write. A write whose context has ended is not made.
 func (c *Conn) writeLine(ctx context.Context, line []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -235,8 +263,73 @@ func (c *Conn) writeLine(ctx context.Context, line []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := c.guard.Write(line)
+	if len(c.pending) == 0 {
+		_, err := c.guard.Write(line)
+		return err
+	}
+	frame, err := c.guard.frame(line)
+	if err == nil {
+		c.pending = append(c.pending, frame...)
+	}
+	if ferr := c.flushLocked(); err == nil {
+		err = ferr
+	}
 	return err
+}
+
+// holdLine keeps an answer line back for the answers after it. Only the
+// reader holds lines back.
+func (c *Conn) holdLine(line []byte) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	frame, err := c.guard.frame(line)
+	if err != nil {
+		return
+	}
+	if len(c.pending) == 0 {
+		c.pendingSince.Store(int64(time.Since(c.epoch)))
+		c.hasPending.Store(true)
+	}
+	c.pending = append(c.pending, frame...)
+	if len(c.pending) >= coalesceMax {
+		_ = c.flushLocked()
+	}
+}
+
+// flush writes the answers held back, if any.
+func (c *Conn) flush() {
+	if !c.hasPending.Load() {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_ = c.flushLocked()
+}
+
+// flushLocked writes the answers held back in one write, under writeMu.
+func (c *Conn) flushLocked() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	_, err := c.guard.send(c.pending)
+	c.pending = c.pending[:0]
+	if cap(c.pending) > maxPooledFrame {
+		c.pending = nil
+	}
+	c.hasPending.Store(false)
+	return err
+}
+
+// flushIfStale writes the answers held back once the first has waited
+// coalesceWait (Options.coalesceWait in tests); now is the time since the
+// connection's epoch.
+func (c *Conn) flushIfStale(now time.Duration) {
+	if c.hasPending.Load() && now-time.Duration(c.pendingSince.Load()) >= c.opts.coalesceWait {
+		c.flush()
+	}
 }
 
 // handlerDone counts a served request's end, and tells a waiting Close when

@@ -64,6 +64,9 @@ type guard struct {
 	scanned int    // bytes from start already searched for a newline
 	spare   []byte // the default buffer while a long line has a larger one
 	owned   bool   // the last line has a buffer of its own, which nothing reuses
+	// beforeRead runs before each read of the stream, which may block: the
+	// connection writes the answers it held back for the lines already read.
+	beforeRead func()
 
 	mu       sync.Mutex
 	readErr  error // the first read error, kept for the close reason
@@ -132,6 +135,9 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 		if g.scanned > g.maxLine {
 			return nil, g.failRead(fmt.Errorf("%w: a line passed %d bytes without ending", ErrMessageTooLarge, g.maxLine))
 		}
+		if g.beforeRead != nil {
+			g.beforeRead()
+		}
 		g.makeRoom()
 		n, err := g.r.Read(g.buf[g.end:])
 		g.end += n
@@ -190,35 +196,64 @@ func (g *guard) endRead(err error) {
 // Write implements io.Writer. The connection hands it exactly one frame,
 // ending in its newline, per call.
 func (g *guard) Write(p []byte) (int, error) {
+	frame, err := g.frame(p)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := g.send(frame); err != nil {
+		return min(n, len(p)), err
+	}
+	return len(p), nil
+}
+
+// frame readies one frame, ending in its newline, for the wire: kept one
+// line, held to the bound, and shown to the observer. The frame returned is
+// p itself when it needed no change, and valid until the next call
+// otherwise.
+func (g *guard) frame(p []byte) ([]byte, error) {
 	if g.broken.Load() {
-		return 0, g.failedWrite()
+		return nil, g.failedWrite()
 	}
 	frame := g.sanitize(p)
 	if len(frame)-1 > g.maxLine {
-		return 0, g.failWrite(fmt.Errorf("%w: this side refused to write a line of %d bytes, over the %d-byte bound",
+		return nil, g.failWrite(fmt.Errorf("%w: this side refused to write a line of %d bytes, over the %d-byte bound",
 			ErrMessageTooLarge, len(frame)-1, g.maxLine))
 	}
 	if g.observer != nil && len(frame) > 0 {
 		g.observer.Observe(true, frame[:len(frame)-1])
 	}
-	taken := g.tryWrite(frame)
-	if taken == len(frame) {
-		return len(p), nil
+	return frame, nil
+}
+
+// send writes framed lines (one, or several back to back) whole, or ends
+// the connection, and says how many bytes were taken.
+func (g *guard) send(frames []byte) (int, error) {
+	if g.broken.Load() {
+		return 0, g.failedWrite()
+	}
+	taken := g.tryWrite(frames)
+	if taken == len(frames) {
+		return taken, nil
 	}
 	if g.wdl != nil && g.writeTimeout > 0 {
 		_ = g.wdl.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	}
-	n, err := g.w.Write(frame[taken:])
+	n, err := g.w.Write(frames[taken:])
 	n += taken
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("a write blocked for %s (%d of its %d bytes taken), so the connection was closed: %w",
-				g.writeTimeout, n, len(frame), errWriteBlocked)
+				g.writeTimeout, n, len(frames), errWriteBlocked)
 		}
-		return min(n, len(p)), g.failWrite(err)
+		return n, g.failWrite(err)
 	}
-	return len(p), nil
+	return n, nil
 }
+
+// buffered reports whether bytes of a further line have been read already:
+// its request can be served without a read, so an answer just made may wait
+// for the answers after it. Only the reader asks.
+func (g *guard) buffered() bool { return g.end > g.start }
 
 // tryWrite offers the frame to a non-blocking pipe or socket once, with no
 // deadline, and says how much of it was taken: a frame the pipe takes at

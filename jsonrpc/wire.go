@@ -87,7 +87,7 @@ func (w *wire) refuse(l *lane, message string) {
 		Message: message,
 		Data:    jsonrpc2.RawMessage(`{"code":"` + protocol.CodeParse + `"}`),
 	}
-	l.line = w.c.writeAnswer(l.line, jsonrpc2.ID{}, nil, e)
+	l.line = w.c.writeAnswer(l.line, w.c.guard.buffered(), jsonrpc2.ID{}, nil, e)
 }
 
 // isBatch reports whether a line is a JSON array.
