@@ -78,18 +78,21 @@ type Conn struct {
 	hasPending   atomic.Bool  // pending is not empty
 	pendingSince atomic.Int64 // when the first answer held back was, since epoch
 
-	inflight   atomic.Int32
-	active     atomic.Int32  // requests being served, calls and notifications
-	idle       chan struct{} // signalled when the last one ends while closing
-	spare      chan struct{} // the reader role, handed to the parked spare
-	parked     atomic.Bool   // a spare goroutine is parked
-	calls      calls
-	grace      time.Duration
-	graceTimer *time.Timer // releases the call holding the reader too long
-	graceArmed atomic.Bool
-	graceBusy  atomic.Bool // a call was dispatched since the timer last fired
-	running    atomic.Pointer[job]
-	epoch      time.Time // the monotonic origin of calls' start times
+	inflight atomic.Int32
+	active   atomic.Int32  // requests being served, calls and notifications
+	idle     chan struct{} // signalled when the last one ends while closing
+	spare    chan struct{} // the reader role, handed to the parked spare
+	parked   atomic.Bool   // a spare goroutine is parked
+	// readersStarted counts the reading goroutines started for a release
+	// that found no spare parked.
+	readersStarted atomic.Int64
+	calls          calls
+	grace          time.Duration
+	graceTimer     *time.Timer // releases the call holding the reader too long
+	graceArmed     atomic.Bool
+	graceBusy      atomic.Bool // a call was dispatched since the timer last fired
+	running        atomic.Pointer[job]
+	epoch          time.Time // the monotonic origin of calls' start times
 
 	closing   atomic.Bool
 	closeOnce sync.Once

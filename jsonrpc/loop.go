@@ -87,6 +87,7 @@ func (c *Conn) handOff() {
 	select {
 	case c.spare <- struct{}{}:
 	default:
+		c.readersStarted.Add(1)
 		go c.reader()
 	}
 }

@@ -151,3 +151,30 @@ func TestAnswersReadBeforeABadLineAreWrittenBeforeTheEnd(t *testing.T) {
 		t.Fatal("the connection did not end")
 	}
 }
+
+// TestReleasesHandTheReaderToTheParkedSpare has the peer make 200 calls one
+// after another, each calling the peer back, so each releases the reader:
+// the role goes to the goroutine parked for it, and hardly any release
+// starts a goroutine (a release that comes before the spare has parked
+// starts one, so a few may).
+func TestReleasesHandTheReaderToTheParkedSpare(t *testing.T) {
+	aTbl := NewTable()
+	Handle(aTbl, "inc", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil })
+	bTbl := NewTable()
+	Handle(bTbl, "callback", func(ctx context.Context, _ struct{}) (int, error) {
+		var n int
+		err := FromContext(ctx).Call(ctx, "inc", nil, &n)
+		return n, err
+	})
+	a, b := connPair(t, Options{Handlers: aTbl}, Options{Handlers: bTbl})
+	const calls = 200
+	for i := 0; i < calls; i++ {
+		var n int
+		if err := a.Call(context.Background(), "callback", nil, &n); err != nil || n != 1 {
+			t.Fatalf("call %d: %d, %v", i, n, err)
+		}
+	}
+	if started := b.readersStarted.Load(); started < 1 || started > calls/10 {
+		t.Fatalf("%d releases started %d reading goroutines; want at least one and at most %d", calls, started, calls/10)
+	}
+}
