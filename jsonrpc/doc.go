@@ -11,7 +11,8 @@
 // answer boxed and copied through a framer, and on every release the params
 // cloned again and a reading goroutine started). Here each line is read once
 // by the guard, classified in one pass, and a call's answer is encoded once
-// and written whole.
+// and written whole; answers to requests that arrived together go out
+// together, in one write.
 //
 // What this package adds to the library, and why:
 //
