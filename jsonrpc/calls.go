@@ -299,7 +299,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		putWaiter(w)
 		return c.transportError(method, err)
 	}
-	if _, err := c.wire.WriteFrame(ctx, frame); err != nil {
+	if err := c.writeLine(ctx, append(frame, '\n')); err != nil {
 		if c.out.take(id) == nil {
 			<-w.done
 		}
@@ -351,7 +351,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.wire.WriteFrame(ctx, frame); err != nil {
+	if err := c.writeLine(ctx, append(frame, '\n')); err != nil {
 		return c.sendError(ctx, method, err)
 	}
 	return nil
@@ -366,9 +366,8 @@ func (c *Conn) sendError(ctx context.Context, method string, err error) error {
 	return c.transportError(method, err)
 }
 
-// frames are the buffers outgoing requests are encoded in, reused: the
-// framer copies a frame before it returns, so a buffer is free again once
-// the write is.
+// frames are the buffers outgoing requests are encoded in, reused: a buffer
+// is free again once its line is written.
 var frames = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledFrame is the largest buffer kept for reuse; a larger one (an

@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +48,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, sees every line read and written (a wire tap).
 	Observer Observer
+
+	// coalesceWait overrides coalesceWait, for tests (negative: zero).
+	coalesceWait time.Duration
 }
 
 const (
@@ -60,30 +62,37 @@ const (
 
 // Conn is one side of a symmetric JSON-RPC 2.0 connection over a pair of
 // byte streams, one JSON object per line. Either side calls the other while
-// serving: every incoming request runs off the reader, so the reader always
-// delivers the answers nested callbacks wait for.
+// serving: a call that waits for the peer releases the reader, so a reader
+// always delivers the answers nested callbacks wait for.
 type Conn struct {
 	opts  Options
 	guard *guard
 	wire  *wire
-	inner jsonrpc2.Conn
 	out   outgoing
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	inflight   atomic.Int32
-	rejectNext bool // set and read on the reading goroutine only
-	admitted   *job // the call the preempter just admitted; reading goroutine only
-	calls      calls
-	grace      time.Duration
-	graceTimer *time.Timer // releases the call holding the reader too long
-	graceArmed atomic.Bool
-	graceBusy  atomic.Bool // a call was dispatched since the timer last fired
-	running    atomic.Pointer[job]
-	epoch      time.Time     // the monotonic origin of calls' start times
-	scratch    []byte        // small params, copied off the read buffer; reader only
-	answer     *bytes.Buffer // the answer of the call on the reader; reader only
+	writeMu      sync.Mutex   // one write at a time
+	pending      []byte       // answers held back for one write; under writeMu
+	hasPending   atomic.Bool  // pending is not empty
+	pendingSince atomic.Int64 // when the first answer held back was, since epoch
+
+	inflight atomic.Int32
+	active   atomic.Int32  // requests being served, calls and notifications
+	idle     chan struct{} // signalled when the last one ends while closing
+	spare    chan struct{} // the reader role, handed to the parked spare
+	parked   atomic.Bool   // a spare goroutine is parked
+	// readersStarted counts the reading goroutines started for a release
+	// that found no spare parked.
+	readersStarted atomic.Int64
+	calls          calls
+	grace          time.Duration
+	graceTimer     *time.Timer // releases the call holding the reader too long
+	graceArmed     atomic.Bool
+	graceBusy      atomic.Bool // a call was dispatched since the timer last fired
+	running        atomic.Pointer[job]
+	epoch          time.Time // the monotonic origin of calls' start times
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -121,7 +130,14 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
-	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now()}
+	switch {
+	case opts.coalesceWait == 0:
+		opts.coalesceWait = coalesceWait
+	case opts.coalesceWait < 0:
+		opts.coalesceWait = 0
+	}
+	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now(),
+		idle: make(chan struct{}, 1), spare: make(chan struct{})}
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()
 	if opts.CallTimeout > 0 {
@@ -131,29 +147,9 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.guard = newGuard(r, w, opts.MaxMessageBytes, opts.WriteTimeout)
 	c.guard.observer = opts.Observer
-
-	// Calls run on the reader for a short grace period; a call that does not
-	// finish within it, or that calls the peer back, releases the reader
-	// (dispatch.go). A handler's context derives from
-	// the connection's own, never from the library's per-request context,
-	// which is recycled (deriving from it crashes). The preempter registers
-	// each call before dispatch, so a $/cancel read right after it is never
-	// lost.
-	handler := func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		if !req.IsCall() {
-			jsonrpc2.Async(ctx)
-			return c.serve(c.ctx, req.Method(), false, jsontext.Value(req.Params()), nil)
-		}
-		if c.rejectNext {
-			c.rejectNext = false
-			jsonrpc2.Async(ctx)
-			return nil, overloaded(c.opts.MaxInflight)
-		}
-		return c.dispatch(ctx, req)
-	}
-	c.wire = newWire(c, jsonrpc2.NewNDJSONStream(c.guard))
-	c.inner = jsonrpc2.NewConn(c.wire, jsonrpc2.WithPreempter(preempter{c: c}))
-	c.inner.Go(c.ctx, handler)
+	c.wire = newWire(c)
+	c.guard.beforeRead = c.flush
+	go c.reader()
 	go c.watch()
 	return c
 }
@@ -162,38 +158,6 @@ func overloaded(limit int) error {
 	w, _ := toWire(protocol.Errorf(protocol.ErrOverloaded,
 		"already serving %d requests; retry with backoff", limit))
 	return w
-}
-
-// preempter runs on the reader, before dispatch: it refuses a request whose
-// id is null (the library would take it for a notification and run it with
-// no answer), handles $/cancel ahead of anything queued, applies the
-// in-flight bound without blocking, and registers each admitted call so a
-// cancel can find it.
-type preempter struct {
-	c *Conn
-}
-
-func (p preempter) Preempt(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	if !req.IsCall() {
-		if p.c.wire.nullID() {
-			p.c.wire.refuse(ctx, fmt.Sprintf("%.100s: a request's id must be a number or a string, never null, so its answer can name it; the request was not run", req.Method()))
-			return struct{}{}, nil
-		}
-		if req.Method() == protocol.MethodCancel {
-			if id, ok := cancelID(req.Params()); ok {
-				p.c.calls.cancel(id)
-			}
-			return struct{}{}, nil
-		}
-		return nil, jsonrpc2.ErrNotHandled
-	}
-	if int(p.c.inflight.Add(1)) > p.c.opts.MaxInflight {
-		p.c.inflight.Add(-1)
-		p.c.rejectNext = true
-		return nil, jsonrpc2.ErrNotHandled
-	}
-	p.c.admitted = p.c.calls.add(p.c, req.ID())
-	return nil, jsonrpc2.ErrNotHandled
 }
 
 // calls tracks the incoming calls being served, by id, for $/cancel.
@@ -274,8 +238,8 @@ func (c *Conn) serve(ctx context.Context, method string, isCall bool, params jso
 		}
 	}()
 	if !isCall {
-		// Notifications have no answer; an error from one would end the
-		// connection in the library, so it is only logged.
+		// Notifications have no answer, so an error from one is only
+		// logged.
 		if h, ok := c.opts.Handlers.Lookup(method); ok {
 			if _, herr := h(ctx, params); herr != nil {
 				c.opts.Logger.Warn("notification failed", "method", method, "err", herr)
@@ -318,7 +282,6 @@ func (c *Conn) watch() {
 	select {
 	case <-c.guard.eof:
 	case <-c.wire.stopped:
-	case <-c.inner.Done():
 	}
 	c.graceTimer.Stop()
 	reason := c.closeReason()
@@ -375,19 +338,7 @@ func (c *Conn) closeReason() string {
 	case wireErr != nil:
 		return describe(wireErr)
 	}
-	select {
-	case <-c.inner.Done():
-	default:
-		return ""
-	}
-	err := c.inner.Err()
-	var bad *badLine
-	if !errors.As(err, &bad) && (errors.Is(err, jsonrpc2.ErrParse) || errors.Is(err, jsonrpc2.ErrInvalidRequest)) {
-		// The library refused a line that began as a request; the reader
-		// has stopped, so the line it last read is still there to quote.
-		err = &badLine{err: err, start: lineStart(c.wire.current)}
-	}
-	return describe(err)
+	return ""
 }
 
 // Done is closed as soon as the connection ends: the peer closed its side
@@ -425,15 +376,26 @@ func (c *Conn) Close() error {
 		c.closing.Store(true)
 		c.cancel()
 		err = c.guard.Close()
-		finished := make(chan struct{})
-		go func() { _ = c.inner.Close(); close(finished) }()
-		select {
-		case <-finished:
-		case <-time.After(closeWait):
+		if !c.waitHandlers() {
 			c.opts.Logger.Warn("handlers still running after close", "peer", c.opts.Peer)
 		}
 	})
 	return err
+}
+
+// waitHandlers waits, at most closeWait, for the requests being served to
+// end, and reports whether they did.
+func (c *Conn) waitHandlers() bool {
+	deadline := time.NewTimer(closeWait)
+	defer deadline.Stop()
+	for c.active.Load() > 0 {
+		select {
+		case <-c.idle:
+		case <-deadline.C:
+			return false
+		}
+	}
+	return true
 }
 
 // Inflight reports how many incoming calls are being served now.

@@ -14,32 +14,31 @@ import (
 
 // Dispatch: how an incoming call runs.
 //
-// The library hands each request to the handler on its reading goroutine.
-// Running every call there to its end would stall every other message behind
-// it (and deadlock a call that waits for the peer); releasing the reader with
-// Async for every call costs a fresh goroutine per call, whose stack grows by
-// copying through decoding and the handler, plus a scheduler wakeup; handing
-// each call to a worker and waiting for it costs two goroutine switches per
-// call, which cost more than a short handler itself.
+// Running every call on the reading goroutine to its end would stall every
+// other message behind it (and deadlock a call that waits for the peer);
+// handing every call to a goroutine of its own costs a goroutine whose stack
+// grows by copying through decoding and the handler, plus a scheduler
+// wakeup; handing each call to a worker and waiting for it costs two
+// goroutine switches per call, which cost more than a short handler itself.
 //
 // So a call runs on the reading goroutine, whose stack is already grown, for
 // up to a short grace period. A call that answers within it costs no
 // goroutine, no switch and no allocation of its own. A call that takes longer,
 // or that calls the peer back (whose answer only a reader can read), releases
-// the reader: the library starts a new reading goroutine, which goes on
-// reading while the call finishes where it is. The grace period is one timer
-// per connection, armed only when it is not already: arming a timer wakes the
-// runtime's network poller (a thread woken, a syscall), and each firing runs
-// on a goroutine of its own. When it fires it releases the call on the reader
-// if that call's own grace period is over, and re-arms itself for the rest of
-// it if not. While calls keep coming it stays armed, firing once per grace
-// period whatever the call rate, and it goes unarmed only after a whole period
-// with no call, so a steady stream of calls arms no timer per call. The grace
-// period is a millisecond: long enough that sequential calls (one every 100 or
-// 200 µs across a process) share a firing, short enough that a blocking
-// handler holds up other messages for no longer than a pipe wakeup on a
-// loaded machine. Any handler may block: the worst it costs other messages is
-// the grace period.
+// the reader: the reader role passes to the parked spare goroutine (loop.go),
+// which goes on reading while the call finishes where it is. The grace period
+// is one timer per connection, armed only when it is not already: arming a
+// timer wakes the runtime's network poller (a thread woken, a syscall), and
+// each firing runs on a goroutine of its own. When it fires it releases the
+// call on the reader if that call's own grace period is over, and re-arms
+// itself for the rest of it if not. While calls keep coming it stays armed,
+// firing once per grace period whatever the call rate, and it goes unarmed
+// only after a whole period with no call, so a steady stream of calls arms no
+// timer per call. The grace period is a millisecond: long enough that
+// sequential calls (one every 100 or 200 µs across a process) share a firing,
+// short enough that a blocking handler holds up other messages for no longer
+// than a pipe wakeup on a loaded machine. Any handler may block: the worst it
+// costs other messages is the grace period.
 
 // defaultGrace is how long a call may hold the reader before it is
 // released.
@@ -47,9 +46,9 @@ const defaultGrace = time.Millisecond
 
 // A call's params are borrowed from the line reader's buffer, rewritten by
 // the next read, unless their line was long enough to get a buffer of its own
-// (guard.readFrame); borrowed params are copied into the reader's scratch
-// buffer, which a released call takes with it, and owned ones are used as
-// they are (an artifact chunk is not copied again).
+// (guard.readFrame); borrowed params are copied into the scratch buffer of
+// the goroutine's lane, which stays with the call when it is released, and
+// owned ones are used as they are (an artifact chunk is not copied again).
 
 // A served call's state, for the race between its end and its release.
 const (
@@ -60,7 +59,7 @@ const (
 
 // job is one call being served, and its handler's context. Its method is the
 // handler table's own string and its params are owned (see dispatch): the
-// library's are borrowed from the read buffer, rewritten once the reader is
+// line's are borrowed from the read buffer, rewritten once the reader is
 // released.
 //
 // Being the context itself spares every call a context.WithCancel and two
@@ -69,17 +68,16 @@ const (
 // connection) are answered here.
 type job struct {
 	conn   *Conn
-	parent context.Context // the connection's context, never the library's
+	parent context.Context // the connection's context
 	id     jsonrpc2.ID
 
 	method    string
 	params    jsontext.Value
-	answer    *bytes.Buffer   // where the answer is encoded
-	readerCtx context.Context // the library's request, for Async
-	started   time.Duration   // when it began on the reader, since the connection's epoch
-	grace     time.Duration   // how long it may hold the reader
-	state     atomic.Int32    // jobRunning, then jobDone or jobReleased
-	releasing sync.Mutex      // held while the reader is being released
+	answer    *bytes.Buffer // where the answer is encoded
+	started   time.Duration // when it began on the reader, since the connection's epoch
+	grace     time.Duration // how long it may hold the reader
+	state     atomic.Int32  // jobRunning, then jobDone or jobReleased
+	releasing sync.Mutex    // held while the reader is being released
 
 	mu        sync.Mutex
 	real      context.Context // made on the first Done
@@ -161,23 +159,18 @@ func releaseReader(ctx context.Context) {
 
 // releaseReader hands the reader role on while the call goes on here. It runs
 // on the call's own goroutine (a callback) or on the grace timer's, at most
-// once per call, and never after the call has ended.
+// once per call, and never after the call has ended. The call keeps its
+// goroutine's lane, so nothing is copied.
 func (j *job) releaseReader() {
 	j.releasing.Lock()
 	defer j.releasing.Unlock()
 	if !j.state.CompareAndSwap(jobRunning, jobReleased) {
 		return
 	}
-	c := j.conn
-	if len(j.params) > 0 && len(c.scratch) > 0 && &j.params[0] == &c.scratch[0] {
-		// The params live in the reader's scratch buffer: the call keeps it,
-		// and the next reader makes its own; likewise the answer buffer.
-		c.scratch = nil
-	}
-	if c.answer == j.answer {
-		c.answer = nil
-	}
-	jsonrpc2.Async(j.readerCtx)
+	// The answers held back for the lines after this one go now: this call
+	// may hold its goroutine for long.
+	j.conn.flush()
+	j.conn.handOff()
 }
 
 // graceExpired runs when the grace timer fires. It releases the call on the
@@ -208,23 +201,19 @@ func (c *Conn) graceExpired() {
 // dispatch runs one call on the reading goroutine, under the grace timer. The
 // grace grows by a microsecond per KiB of params: a large message takes that
 // long to decode.
-func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, error) {
-	j := c.admitted
-	c.admitted = nil
-	j.readerCtx = readerCtx
-	j.method = c.opts.Handlers.intern(req.Method())
-	params := req.Params()
+func (c *Conn) dispatch(l *lane, j *job, params []byte) (any, error) {
 	if !c.guard.owned && len(params) > 0 {
-		c.scratch = append(c.scratch[:0], params...)
-		params = c.scratch
+		l.scratch = append(l.scratch[:0], params...)
+		params = l.scratch
 	}
 	j.params = jsontext.Value(params)
-	if c.answer == nil || c.answer.Cap() > maxPooledFrame {
-		c.answer = new(bytes.Buffer)
+	if l.answer.Cap() > maxPooledFrame {
+		l.answer = bytes.Buffer{}
 	}
-	j.answer = c.answer
+	j.answer = &l.answer
 	j.grace = c.grace + time.Duration(len(params)/1024)*time.Microsecond
 	j.started = time.Since(c.epoch)
+	c.flushIfStale(j.started)
 	c.running.Store(j)
 	if !c.graceBusy.Load() {
 		c.graceBusy.Store(true)
@@ -239,9 +228,9 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 	if j.state.CompareAndSwap(jobRunning, jobDone) {
 		return result, err
 	}
-	// Released, perhaps by the timer still inside Async: the library must
-	// not see the handler return before the release has finished with its
-	// request, so this waits for the lock the release holds.
+	// Released, perhaps by the timer still handing the reader role on: this
+	// goroutine must not park as the spare before that hand-off is done, so
+	// it waits for the lock the release holds.
 	j.releasing.Lock()
 	j.releasing.Unlock()
 	return result, err
@@ -251,9 +240,9 @@ func (c *Conn) dispatch(readerCtx context.Context, req *jsonrpc2.Request) (any, 
 // (a result that appends its own JSON, as protocol.OperationCallResult does,
 // appends it there), and refuses an answer whose line would pass the message
 // bound: the caller gets too_large for its id instead, and the connection
-// stays up. The library copies the answer into its frame before this
-// goroutine reads again, so the reader's answer buffer is free again by the
-// next call; a released call keeps the buffer it had.
+// stays up. The answer line is encoded from it (writeAnswer) before this
+// goroutine reads again, so its lane's answer buffer is free again by the
+// next call.
 func (c *Conn) encodeAnswer(j *job, result any) (any, error) {
 	j.answer.Reset()
 	var err error

@@ -30,10 +30,10 @@ type deadliner interface {
 	SetWriteDeadline(t time.Time) error
 }
 
-// guard sits under the library's NDJSON framer, on the bytes. Reading, it is
-// the line reader: it finds each newline with one bytes.IndexByte over the
-// bytes read, enforces the message bound (the framer has none) and hands the
-// line up without copying it. Writing, it keeps every frame one line: a raw
+// guard sits under the connection loop, on the bytes. Reading, it is the
+// line reader: it finds each newline with one bytes.IndexByte over the bytes
+// read, enforces the message bound and hands the line up without copying
+// it. Writing, it keeps every frame one line: a raw
 // newline inside a frame can only be JSON whitespace, so it becomes a space,
 // and U+2028/U+2029 (legal raw only inside JSON strings) become their
 // escapes, so line readers in other languages never split a message.
@@ -64,12 +64,15 @@ type guard struct {
 	scanned int    // bytes from start already searched for a newline
 	spare   []byte // the default buffer while a long line has a larger one
 	owned   bool   // the last line has a buffer of its own, which nothing reuses
+	// beforeRead runs before each read of the stream, which may block: the
+	// connection writes the answers it held back for the lines already read.
+	beforeRead func()
 
 	mu       sync.Mutex
 	readErr  error // the first read error, kept for the close reason
 	writeErr error // the first failed write; the streams are closed after it
 
-	// Write side: serialized by the framer's own write mutex.
+	// Write side: serialized by the connection's write mutex.
 	rawWrite func(fd uintptr) bool // writes rawFrame once, made once
 	rawFrame []byte
 	rawTaken int
@@ -99,12 +102,6 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 		return true
 	}
 	return g
-}
-
-// Read implements io.Reader for the library's framer, which is only ever
-// asked to write: lines are read by readFrame.
-func (g *guard) Read([]byte) (int, error) {
-	return 0, errors.New("jsonrpc: lines are read by the connection's own line reader")
 }
 
 // readFrame returns the next line without its newline, valid until the next
@@ -137,6 +134,9 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 		g.scanned = g.end - g.start
 		if g.scanned > g.maxLine {
 			return nil, g.failRead(fmt.Errorf("%w: a line passed %d bytes without ending", ErrMessageTooLarge, g.maxLine))
+		}
+		if g.beforeRead != nil {
+			g.beforeRead()
 		}
 		g.makeRoom()
 		n, err := g.r.Read(g.buf[g.end:])
@@ -193,38 +193,67 @@ func (g *guard) endRead(err error) {
 	g.closeOnce.Do(func() { close(g.eof) })
 }
 
-// Write implements io.Writer. The framer hands it exactly one frame, ending
-// in its newline, per call.
+// Write implements io.Writer. The connection hands it exactly one frame,
+// ending in its newline, per call.
 func (g *guard) Write(p []byte) (int, error) {
+	frame, err := g.frame(p)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := g.send(frame); err != nil {
+		return min(n, len(p)), err
+	}
+	return len(p), nil
+}
+
+// frame readies one frame, ending in its newline, for the wire: kept one
+// line, held to the bound, and shown to the observer. The frame returned is
+// p itself when it needed no change, and valid until the next call
+// otherwise.
+func (g *guard) frame(p []byte) ([]byte, error) {
 	if g.broken.Load() {
-		return 0, g.failedWrite()
+		return nil, g.failedWrite()
 	}
 	frame := g.sanitize(p)
 	if len(frame)-1 > g.maxLine {
-		return 0, g.failWrite(fmt.Errorf("%w: this side refused to write a line of %d bytes, over the %d-byte bound",
+		return nil, g.failWrite(fmt.Errorf("%w: this side refused to write a line of %d bytes, over the %d-byte bound",
 			ErrMessageTooLarge, len(frame)-1, g.maxLine))
 	}
 	if g.observer != nil && len(frame) > 0 {
 		g.observer.Observe(true, frame[:len(frame)-1])
 	}
-	taken := g.tryWrite(frame)
-	if taken == len(frame) {
-		return len(p), nil
+	return frame, nil
+}
+
+// send writes framed lines (one, or several back to back) whole, or ends
+// the connection, and says how many bytes were taken.
+func (g *guard) send(frames []byte) (int, error) {
+	if g.broken.Load() {
+		return 0, g.failedWrite()
+	}
+	taken := g.tryWrite(frames)
+	if taken == len(frames) {
+		return taken, nil
 	}
 	if g.wdl != nil && g.writeTimeout > 0 {
 		_ = g.wdl.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	}
-	n, err := g.w.Write(frame[taken:])
+	n, err := g.w.Write(frames[taken:])
 	n += taken
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("a write blocked for %s (%d of its %d bytes taken), so the connection was closed: %w",
-				g.writeTimeout, n, len(frame), errWriteBlocked)
+				g.writeTimeout, n, len(frames), errWriteBlocked)
 		}
-		return min(n, len(p)), g.failWrite(err)
+		return n, g.failWrite(err)
 	}
-	return len(p), nil
+	return n, nil
 }
+
+// buffered reports whether bytes of a further line have been read already:
+// its request can be served without a read, so an answer just made may wait
+// for the answers after it. Only the reader asks.
+func (g *guard) buffered() bool { return g.end > g.start }
 
 // tryWrite offers the frame to a non-blocking pipe or socket once, with no
 // deadline, and says how much of it was taken: a frame the pipe takes at

@@ -2,7 +2,6 @@ package jsonrpc
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -16,9 +15,9 @@ import (
 
 // What each incoming line gets, by rule (docs/protocol.md, section 1):
 //
-//   - a request or notification goes on to the library, which dispatches it;
-//   - a request whose id is null is refused (the preempter answers it): the
-//     id must say which request an answer belongs to;
+//   - a request or notification is served (loop.go);
+//   - a request whose id is null is refused: the id must say which request
+//     an answer belongs to;
 //   - an answer goes to the call waiting for its id, here, on the reader;
 //     an answer to an id nobody waits for (answered twice, never sent) is
 //     ignored and logged;
@@ -33,28 +32,13 @@ import (
 
 // requestPrefix is how every request and notification a Go peer writes
 // begins. A line that begins so has a method, so it is a request (or a
-// malformed one the library refuses) and never an answer: it goes on to the
-// library without a scan of its own.
+// malformed one) and never an answer: scanRequestLine reads it.
 var requestPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
 
-// frameWriter is the library's framer as the wire writes through it: whole
-// frames, each under the framer's own write lock.
-type frameWriter interface {
-	WriteFrame(ctx context.Context, data []byte) (int64, error)
-}
-
-// wire is the stream the library reads and writes through: its own NDJSON
-// framer over the guard, with every incoming frame screened first. Answers
-// never reach the library: the connection matches them to its own calls, so
-// it knows which ids it waits for and can say what a bad answer did.
+// wire is the reading side's protocol state: how reading ended, and the
+// refusals it answered.
 type wire struct {
-	jsonrpc2.Stream
-	frames frameWriter
-	c      *Conn
-
-	// current is the frame last handed to the library, valid until the
-	// next read. Only the goroutine holding the reader role touches it.
-	current []byte
+	c *Conn
 
 	refused atomic.Int64
 
@@ -66,34 +50,8 @@ type wire struct {
 	stopped  chan struct{}
 }
 
-func newWire(c *Conn, s jsonrpc2.Stream) *wire {
-	return &wire{Stream: s, frames: s.(frameWriter), c: c, stopped: make(chan struct{})}
-}
-
-// ReadFrame implements the library's frame reader: it returns the next
-// request, handling everything else on the way.
-func (w *wire) ReadFrame(ctx context.Context) ([]byte, int64, error) {
-	for {
-		frame, err := w.c.guard.readFrame(ctx)
-		if err != nil {
-			return nil, 0, w.stop(err)
-		}
-		n := int64(len(frame) + 1)
-		w.current = frame
-		if o := w.c.opts.Observer; o != nil {
-			o.Observe(false, frame)
-		}
-		if bytes.HasPrefix(frame, requestPrefix) {
-			return frame, n, nil
-		}
-		pass, err := w.screen(ctx, frame)
-		if err != nil {
-			return nil, 0, w.stop(err)
-		}
-		if pass {
-			return frame, n, nil
-		}
-	}
+func newWire(c *Conn) *wire {
+	return &wire{c: c, stopped: make(chan struct{})}
 }
 
 // stop records why reading ended and signals it.
@@ -115,45 +73,10 @@ func (w *wire) stopReason() error {
 	}
 }
 
-// Read implements jsonrpc2.Stream through the same screening.
-func (w *wire) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
-	frame, n, err := w.ReadFrame(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	msg, err := jsonrpc2.DecodeMessage(frame)
-	return msg, n, err
-}
-
-// WriteFrame implements the library's frame writer.
-func (w *wire) WriteFrame(ctx context.Context, data []byte) (int64, error) {
-	return w.frames.WriteFrame(ctx, data)
-}
-
-// screen handles one frame that does not begin as a Go peer's request: it
-// reports whether the library should have it, or the protocol error that
-// ends the connection.
-func (w *wire) screen(ctx context.Context, frame []byte) (pass bool, err error) {
-	v, err := jsonrpc2.ScanMessageView(frame)
-	switch {
-	case err == nil && (v.Kind == jsonrpc2.MessageViewCall || v.Kind == jsonrpc2.MessageViewNotification):
-		return true, nil
-	case err == nil:
-		w.c.out.deliver(w.c, &v)
-		return false, nil
-	case isBatch(frame):
-		w.refuse(ctx, fmt.Sprintf("a JSON-RPC batch (an array, %d bytes) is not accepted: this protocol takes one JSON object per line; send each request on its own line. Nothing in the batch was run", len(frame)))
-		return false, nil
-	}
-	if w.c.out.deliverMalformed(w.c, frame) {
-		return false, nil
-	}
-	return false, &badLine{err: err, start: lineStart(frame)}
-}
-
 // refuse answers a line this side will not serve with an error whose id is
-// null (the line has no id this side may answer to), and reads on.
-func (w *wire) refuse(ctx context.Context, message string) {
+// null (the line has no id this side may answer to), and reads on. It runs
+// on the reader, with the reader's lane.
+func (w *wire) refuse(l *lane, message string) {
 	if n := w.refused.Add(1); n&(n-1) == 0 {
 		// Logged sparsely (the 1st, 2nd, 4th … refusal), so a peer that
 		// repeats itself cannot flood the log.
@@ -164,15 +87,7 @@ func (w *wire) refuse(ctx context.Context, message string) {
 		Message: message,
 		Data:    jsonrpc2.RawMessage(`{"code":"` + protocol.CodeParse + `"}`),
 	}
-	_, _ = w.Write(ctx, jsonrpc2.NewResponse(jsonrpc2.ID{}, nil, e))
-}
-
-// nullID reports whether the notification the library is dispatching was
-// in fact a request with "id": null. Only the preempter asks, on the reader,
-// before the next read.
-func (w *wire) nullID() bool {
-	v, err := jsonrpc2.ScanMessageView(w.current)
-	return err == nil && v.Kind == jsonrpc2.MessageViewNotification && v.IDRaw != nil
+	l.line = w.c.writeAnswer(l.line, w.c.guard.buffered(), jsonrpc2.ID{}, nil, e)
 }
 
 // isBatch reports whether a line is a JSON array.

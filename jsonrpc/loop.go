@@ -1,0 +1,345 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// The connection loop: this package reads, classifies, dispatches and
+// answers every line itself, on the library's message types and scanner,
+// instead of running the library's Conn. Its Conn cost each served call
+// several microseconds that this side did not need: a pooled request set up
+// and torn down, the in-flight state taken under one lock four times, each
+// request line scanned again after this side had screened it, the answer
+// boxed into a response and written through a second buffer, and every
+// release cloning the params (which this side had already copied) and
+// starting a reading goroutine of its own.
+//
+// Here one goroutine at a time holds the reader role. It reads a line with
+// the guard (one IndexByte pass for the newline, the bound enforced),
+// classifies it in one pass (scanRequestLine for the requests a Go peer
+// writes, the library's ScanMessageView for everything else), and then:
+//
+//   - a call is admitted under the in-flight bound (over it, answered
+//     overloaded at once), registered for $/cancel, and dispatched right
+//     there under the grace timer (dispatch.go); its answer is encoded once,
+//     id and result or error, into the goroutine's own line buffer and
+//     written whole;
+//   - a notification hands the reader role on and runs where it is, except
+//     $/cancel, which is applied at once, before anything read after it;
+//   - an answer goes to the call waiting for it (calls.go), and anything
+//     else gets what wire.go says.
+//
+// When a call releases the reader (it outlived its grace period, or called
+// the peer back), the role passes to a spare goroutine parked for it, whose
+// stack has already grown, and the releasing goroutine finishes its call and
+// then parks as the spare in turn; a new goroutine is started only when no
+// spare is parked. Each goroutine keeps its own buffers (its lane), so a
+// release moves no buffer and copies nothing.
+
+// Answers are coalesced: an answer made on the reader while the next line is
+// already read (callers at once, whose requests arrive together) is held, and
+// the answers held go out in one write when the lines read run out (before
+// the reader reads again, which may wait), with any other line written
+// meanwhile, when a call releases the reader, when they pass coalesceMax
+// bytes, or when the first has waited coalesceWait by the start of the next
+// call. No timer is waited for: an answer waits at most for the calls
+// already read after it to be served, and none of those holds the reader
+// past its grace period.
+
+// coalesceMax bounds the answers held back for one write.
+const coalesceMax = 64 << 10
+
+// coalesceWait is how long the first answer held back may wait for more
+// before the next call is served.
+const coalesceWait = 100 * time.Microsecond
+
+// lane is the buffers one reading goroutine serves calls with. A call
+// released from the reader keeps using its goroutine's lane; the goroutine
+// taking the reader role over has a lane of its own.
+type lane struct {
+	scratch []byte       // small params, copied off the read buffer
+	answer  bytes.Buffer // the result, as encodeAnswer writes it
+	line    []byte       // the answer line as written
+}
+
+// reader holds the reader role until reading ends, parking as the spare
+// between the calls it served whose release passed the role on.
+func (c *Conn) reader() {
+	l := new(lane)
+	for c.readLines(l) {
+		if !c.park() {
+			return
+		}
+	}
+}
+
+// handOff passes the reader role to the parked spare, or to a new goroutine
+// when none is parked. It runs once per release, on the goroutine releasing.
+func (c *Conn) handOff() {
+	select {
+	case c.spare <- struct{}{}:
+	default:
+		c.readersStarted.Add(1)
+		go c.reader()
+	}
+}
+
+// park waits as the spare for the reader role, and reports whether it got
+// it. Only one goroutine parks; any other, and every one once the
+// connection has ended, returns false and exits.
+func (c *Conn) park() bool {
+	if !c.parked.CompareAndSwap(false, true) {
+		return false
+	}
+	defer c.parked.Store(false)
+	select {
+	case <-c.spare:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// readLines reads and serves lines while this goroutine holds the reader
+// role. It returns true when a call or notification served here passed the
+// role on (and has finished), false when reading has ended.
+func (c *Conn) readLines(l *lane) bool {
+	for {
+		frame, err := c.guard.readFrame(c.ctx)
+		if err != nil {
+			c.flush()
+			c.wire.stop(err)
+			return false
+		}
+		if o := c.opts.Observer; o != nil {
+			o.Observe(false, frame)
+		}
+		if r, ok := scanRequestLine(frame); ok {
+			if c.request(l, c.methodName(r.method), &r) {
+				return true
+			}
+			continue
+		}
+		v, err := jsonrpc2.ScanMessageView(frame)
+		switch {
+		case err == nil && (v.Kind == jsonrpc2.MessageViewCall || v.Kind == jsonrpc2.MessageViewNotification):
+			r, method, ok := c.viewRequest(&v)
+			if !ok {
+				c.flush()
+				c.wire.stop(&badLine{err: jsonrpc2.ErrInvalidRequest, start: lineStart(frame)})
+				return false
+			}
+			if c.request(l, method, &r) {
+				return true
+			}
+		case err == nil:
+			c.out.deliver(c, &v)
+		case isBatch(frame):
+			c.wire.refuse(l, fmt.Sprintf("a JSON-RPC batch (an array, %d bytes) is not accepted: this protocol takes one JSON object per line; send each request on its own line. Nothing in the batch was run", len(frame)))
+		case c.out.deliverMalformed(c, frame):
+		default:
+			c.flush()
+			c.wire.stop(&badLine{err: err, start: lineStart(frame)})
+			return false
+		}
+	}
+}
+
+// viewRequest is a request the library's scanner read, as this loop serves
+// it.
+func (c *Conn) viewRequest(v *jsonrpc2.MessageView) (r request, method string, ok bool) {
+	r.params = v.Params
+	if v.Kind == jsonrpc2.MessageViewCall {
+		if r.id, ok = v.ID.ID(); !ok {
+			return r, "", false
+		}
+		r.isCall = true
+	} else {
+		r.nullID = v.IDRaw != nil
+	}
+	if !v.MethodEscaped {
+		return r, c.methodName(v.MethodBytes), true
+	}
+	method, ok = v.MethodString()
+	return r, method, ok
+}
+
+// methodName is the handler table's own string for a method it serves, and
+// a copy of any other name: the bytes are the read buffer's.
+func (c *Conn) methodName(b []byte) string {
+	if name, ok := c.opts.Handlers.names[string(b)]; ok {
+		return name
+	}
+	return string(b)
+}
+
+// request serves one request read on this goroutine and reports whether the
+// reader role has passed on.
+func (c *Conn) request(l *lane, method string, r *request) bool {
+	switch {
+	case r.nullID:
+		c.wire.refuse(l, fmt.Sprintf("%.100s: a request's id must be a number or a string, never null, so its answer can name it; the request was not run", method))
+		return false
+	case !r.isCall && method == protocol.MethodCancel:
+		if id, ok := cancelID(r.params); ok {
+			c.calls.cancel(id)
+		}
+		return false
+	case !r.isCall:
+		// A notification runs off the reader: the role passes on first, so
+		// its params are copied off the read buffer unless they own theirs.
+		params := r.params
+		if !c.guard.owned && len(params) > 0 {
+			params = bytes.Clone(params)
+		}
+		c.active.Add(1)
+		c.handOff()
+		_, _ = c.serve(c.ctx, method, false, params, nil)
+		c.handlerDone()
+		return true
+	}
+	if int(c.inflight.Add(1)) > c.opts.MaxInflight {
+		c.inflight.Add(-1)
+		l.line = c.writeAnswer(l.line, c.guard.buffered(), r.id, nil, overloaded(c.opts.MaxInflight))
+		return false
+	}
+	c.active.Add(1)
+	j := c.calls.add(c, r.id)
+	j.method = method
+	result, err := c.dispatch(l, j, r.params)
+	// Only a goroutine still holding the reader role may ask the guard.
+	released := j.state.Load() == jobReleased
+	l.line = c.writeAnswer(l.line, !released && c.guard.buffered(), j.id, result, err)
+	c.handlerDone()
+	return released
+}
+
+// writeAnswer encodes a call's whole answer line once into dst's array, the
+// id and the result (as encodeAnswer left it) or the error, and writes it,
+// or holds it back for the answers after it when hold is set (the reader
+// has the next line already). It returns the buffer for reuse.
+func (c *Conn) writeAnswer(dst []byte, hold bool, id jsonrpc2.ID, result any, err error) []byte {
+	var raw jsonrpc2.RawMessage
+	if err == nil {
+		switch r := result.(type) {
+		case nil:
+		case jsonrpc2.RawMessage:
+			raw = r
+		default:
+			if raw, err = json.Marshal(r); err != nil {
+				c.opts.Logger.Error("answer cannot be encoded", "err", err)
+				err = internalError
+			}
+		}
+	}
+	line := append(jsonrpc2.AppendResponse(dst[:0], id, raw, err), '\n')
+	if hold {
+		c.holdLine(line)
+	} else {
+		_ = c.writeLine(c.ctx, line)
+	}
+	if cap(line) > maxPooledFrame {
+		return nil
+	}
+	return line
+}
+
+// writeLine writes one whole line, ending in its newline, through the
+// guard, one writer at a time, after the answers held back, in the same
+// write. A write whose context has ended is not made.
+func (c *Conn) writeLine(ctx context.Context, line []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(c.pending) == 0 {
+		_, err := c.guard.Write(line)
+		return err
+	}
+	frame, err := c.guard.frame(line)
+	if err == nil {
+		c.pending = append(c.pending, frame...)
+	}
+	if ferr := c.flushLocked(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// holdLine keeps an answer line back for the answers after it. Only the
+// reader holds lines back.
+func (c *Conn) holdLine(line []byte) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	frame, err := c.guard.frame(line)
+	if err != nil {
+		return
+	}
+	if len(c.pending) == 0 {
+		c.pendingSince.Store(int64(time.Since(c.epoch)))
+		c.hasPending.Store(true)
+	}
+	c.pending = append(c.pending, frame...)
+	if len(c.pending) >= coalesceMax {
+		_ = c.flushLocked()
+	}
+}
+
+// flush writes the answers held back, if any.
+func (c *Conn) flush() {
+	if !c.hasPending.Load() {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_ = c.flushLocked()
+}
+
+// flushLocked writes the answers held back in one write, under writeMu.
+func (c *Conn) flushLocked() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	_, err := c.guard.send(c.pending)
+	c.pending = c.pending[:0]
+	if cap(c.pending) > maxPooledFrame {
+		c.pending = nil
+	}
+	c.hasPending.Store(false)
+	return err
+}
+
+// flushIfStale writes the answers held back once the first has waited
+// coalesceWait (Options.coalesceWait in tests); now is the time since the
+// connection's epoch.
+func (c *Conn) flushIfStale(now time.Duration) {
+	if c.hasPending.Load() && now-time.Duration(c.pendingSince.Load()) >= c.opts.coalesceWait {
+		c.flush()
+	}
+}
+
+// handlerDone counts a served request's end, and tells a waiting Close when
+// it was the last.
+func (c *Conn) handlerDone() {
+	if c.active.Add(-1) == 0 && c.closing.Load() {
+		select {
+		case c.idle <- struct{}{}:
+		default:
+		}
+	}
+}
