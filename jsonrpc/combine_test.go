@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ func (g *gatedWriter) Write(p []byte) (int, error) {
 type lineCounter struct {
 	n       int32
 	written atomic.Int32
+	last    atomic.Int32 // the length of the last line written
 	reached chan struct{}
 }
 
@@ -48,8 +50,12 @@ func newLineCounter(n int32) *lineCounter {
 	return &lineCounter{n: n, reached: make(chan struct{})}
 }
 
-func (o *lineCounter) Observe(outgoing bool, _ []byte) {
-	if outgoing && o.written.Add(1) == o.n {
+func (o *lineCounter) Observe(outgoing bool, frame []byte) {
+	if !outgoing {
+		return
+	}
+	o.last.Store(int32(len(frame)) + 1)
+	if o.written.Add(1) == o.n {
 		close(o.reached)
 	}
 }
@@ -247,4 +253,83 @@ func TestALineWhoseContextEndedIsNotQueued(t *testing.T) {
 	if n := out.writes.Load(); n != 2 {
 		t.Fatalf("%d writes, want 2", n)
 	}
+}
+
+// TestLinesQueuedPastTheBoundWaitForTheirWrite notifies in a loop while
+// another notification's write is held: once the queue passes coalesceMax, the next
+// notification waits for the write that takes it instead of queuing without
+// bound, and every line goes out once the write is let go.
+func TestLinesQueuedPastTheBoundWaitForTheirWrite(t *testing.T) {
+	const notes, size = 12, 8 << 10
+	aR, aW, bR, bW := pipePair(t)
+	obs := newLineCounter(1)
+	open := make(chan struct{})
+	out := &gatedWriter{w: aW, open: open}
+	c := New(aR, out, Options{Observer: obs})
+	t.Cleanup(func() { c.Close(); bR.Close(); bW.Close() })
+	release := sync.OnceFunc(func() { close(open) })
+	t.Cleanup(release)
+	lines := make(chan peerLine, notes+1)
+	linePeer(t, bR, bW, lines)
+
+	first := make(chan error, 1)
+	go func() { first <- c.Notify(context.Background(), "note", nil) }()
+	select {
+	case <-obs.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the first notification was never framed")
+	}
+	done := make(chan error, 1)
+	go func() {
+		text := strings.Repeat("n", size)
+		for range notes {
+			if err := c.Notify(context.Background(), "note", echoParams{Text: text}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for !waitingInWriteLine() {
+		select {
+		case err := <-done:
+			t.Fatalf("%d notifications of %d bytes all returned while the first write was held (%v)", notes, size, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no notification ever waited for its write")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Behind the first line, the lines queued up to the one that took the
+	// queue past the bound, which waits.
+	queued, line := int(obs.written.Load()-1), int(obs.last.Load())
+	if queued*line <= coalesceMax || (queued-1)*line > coalesceMax {
+		t.Fatalf("%d lines of %d bytes queued before one waited, over a bound of %d", queued, line, coalesceMax)
+	}
+	release()
+	for _, ch := range []chan error{first, done} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range notes + 1 {
+		if l := <-lines; l.Method != "note" {
+			t.Fatalf("the peer read %q", l.Method)
+		}
+	}
+}
+
+// waitingInWriteLine reports whether a goroutine waits in writeLine for
+// the write that takes its line.
+func waitingInWriteLine() bool {
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if strings.Contains(g, "sync.(*Cond).Wait") && strings.Contains(g, "jsonrpc.(*Conn).writeLine") {
+			return true
+		}
+	}
+	return false
 }
