@@ -51,6 +51,9 @@ type Options struct {
 
 	// coalesceWait overrides coalesceWait, for tests (negative: zero).
 	coalesceWait time.Duration
+	// noCombine makes a line written while another write is in progress
+	// wait for it and go in a write of its own, for tests.
+	noCombine bool
 }
 
 const (
@@ -73,10 +76,17 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	writeMu      sync.Mutex   // one write at a time
-	pending      []byte       // answers held back for one write; under writeMu
+	// The write queue (loop.go). queueMu frames lines (the guard's framing
+	// shares a buffer) and guards the fields after it; it is never held
+	// across a write.
+	queueMu      sync.Mutex
+	writing      bool         // a goroutine is writing and drains the queue
+	pending      []byte       // framed lines waiting for the next write
+	sendBuf      []byte       // pending's other buffer, while it is written
+	taken, sent  uint64       // batches of pending taken for a write, and written (or failed)
+	wrote        sync.Cond    // broadcast when a batch is written; L is &queueMu
 	hasPending   atomic.Bool  // pending is not empty
-	pendingSince atomic.Int64 // when the first answer held back was, since epoch
+	pendingSince atomic.Int64 // when the first line pending was queued, since epoch
 
 	inflight atomic.Int32
 	active   atomic.Int32  // requests being served, calls and notifications
@@ -138,6 +148,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	}
 	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now(),
 		idle: make(chan struct{}, 1), spare: make(chan struct{})}
+	c.wrote.L = &c.queueMu
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()
 	if opts.CallTimeout > 0 {

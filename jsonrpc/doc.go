@@ -12,7 +12,9 @@
 // cloned again and a reading goroutine started). Here each line is read once
 // by the guard, classified in one pass, and a call's answer is encoded once
 // and written whole; answers to requests that arrived together go out
-// together, in one write.
+// together, in one write, and lines sent while another is being written
+// (callers at once) are queued and go out together in the next write, made
+// by the goroutine already writing (no timer is waited for).
 //
 // What this package adds to the library, and why:
 //

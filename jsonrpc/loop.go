@@ -53,8 +53,14 @@ import (
 // call. No timer is waited for: an answer waits at most for the calls
 // already read after it to be served, and none of those holds the reader
 // past its grace period.
+//
+// Lines written at once are combined too (writeLine): a request, a
+// notification or an answer written while another goroutine's write is in
+// progress joins the lines pending, and that writer writes them all before
+// it lets go. Held answers and queued lines are one queue, written together.
 
-// coalesceMax bounds the answers held back for one write.
+// coalesceMax bounds the answers held back for one write, and the lines
+// queued behind a write in progress before a caller waits for its own.
 const coalesceMax = 64 << 10
 
 // coalesceWait is how long the first answer held back may wait for more
@@ -252,76 +258,141 @@ func (c *Conn) writeAnswer(dst []byte, hold bool, id jsonrpc2.ID, result any, er
 	return line
 }
 
-// writeLine writes one whole line, ending in its newline, through the
-// guard, one writer at a time, after the answers held back, in the same
-// write. A write whose context has ended is not made.
+// writeLine writes one whole line, ending in its newline, or queues it
+// behind the write in progress. A write whose context has ended is not made.
+//
+// Writes are combined: the goroutine that finds nobody writing becomes the
+// writer, writes its line (after the lines pending, in the same write) and
+// then everything queued meanwhile, batch by batch, before it lets go; a
+// goroutine that finds a write in progress frames its line into the queue
+// and returns at once. Nobody waits on a timer, and a line waits at most for
+// the write in progress and then its own. A queued line that is never
+// written (the write in progress blocked past the deadline and ended the
+// connection) fails its call through the connection's end, as every call
+// waiting for an answer does. A line queued while the queue is over
+// coalesceMax waits for the write that takes it, so a writer faster than the
+// peer reads is held back as a blocking write holds it.
 func (c *Conn) writeLine(ctx context.Context, line []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.queueMu.Lock()
 	if err := ctx.Err(); err != nil {
+		c.queueMu.Unlock()
 		return err
 	}
-	if len(c.pending) == 0 {
-		_, err := c.guard.Write(line)
-		return err
-	}
-	frame, err := c.guard.frame(line)
-	if err == nil {
-		c.pending = append(c.pending, frame...)
-	}
-	if ferr := c.flushLocked(); err == nil {
-		err = ferr
-	}
-	return err
-}
-
-// holdLine keeps an answer line back for the answers after it. Only the
-// reader holds lines back.
-func (c *Conn) holdLine(line []byte) {
-	if c.ctx.Err() != nil {
-		return
-	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
 	frame, err := c.guard.frame(line)
 	if err != nil {
-		return
+		c.queueMu.Unlock()
+		return err
 	}
+	if c.writing {
+		if !c.opts.noCombine {
+			c.queue(frame)
+			if len(c.pending) > coalesceMax {
+				for batch := c.taken + 1; c.sent < batch; {
+					c.wrote.Wait()
+				}
+			}
+			c.queueMu.Unlock()
+			return nil
+		}
+		frame = bytes.Clone(frame) // the guard's buffer is not kept while waiting
+		for c.writing {
+			c.wrote.Wait()
+		}
+	}
+	c.writing = true
+	// The caller's own line is written from its buffer when nothing is
+	// pending (an artifact chunk is not copied); a line the guard rewrote is
+	// in the guard's buffer, which the next line framed reuses.
+	if len(c.pending) > 0 || &frame[0] != &line[0] {
+		c.queue(frame)
+		frame = nil
+	}
+	return c.drain(frame)
+}
+
+// queue appends a framed line to the lines pending, under queueMu.
+func (c *Conn) queue(frame []byte) {
 	if len(c.pending) == 0 {
 		c.pendingSince.Store(int64(time.Since(c.epoch)))
 		c.hasPending.Store(true)
 	}
 	c.pending = append(c.pending, frame...)
-	if len(c.pending) >= coalesceMax {
-		_ = c.flushLocked()
+}
+
+// drain is the writer's loop: it writes out (the caller's own line, or
+// nothing) and then the lines pending, all those queued by then in one
+// write, until none are left. It runs with queueMu held and writing set,
+// and returns with queueMu released and writing cleared; its error is that
+// of its first write, the one with the caller's line.
+func (c *Conn) drain(out []byte) error {
+	var err error
+	first := true
+	for {
+		batch := out == nil
+		if batch {
+			if len(c.pending) == 0 {
+				c.writing = false
+				c.wrote.Broadcast()
+				c.queueMu.Unlock()
+				return err
+			}
+			out = c.pending
+			c.pending, c.sendBuf = c.sendBuf[:0], nil
+			c.hasPending.Store(false)
+			c.taken++
+		}
+		c.queueMu.Unlock()
+		_, werr := c.guard.send(out)
+		if first {
+			err, first = werr, false
+		}
+		c.queueMu.Lock()
+		if batch {
+			c.sent++
+			c.wrote.Broadcast()
+			if cap(out) <= maxPooledFrame {
+				c.sendBuf = out[:0]
+			}
+		}
+		out = nil
 	}
 }
 
-// flush writes the answers held back, if any.
+// holdLine keeps an answer line back for the answers after it (the writer
+// takes it with the lines queued when a write is in progress). Only the
+// reader holds lines back.
+func (c *Conn) holdLine(line []byte) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.queueMu.Lock()
+	frame, err := c.guard.frame(line)
+	if err == nil {
+		c.queue(frame)
+	}
+	if c.writing || len(c.pending) < coalesceMax {
+		c.queueMu.Unlock()
+		return
+	}
+	c.writing = true
+	_ = c.drain(nil)
+}
+
+// flush writes the lines pending, if any, unless a write in progress will.
 func (c *Conn) flush() {
 	if !c.hasPending.Load() {
 		return
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_ = c.flushLocked()
-}
-
-// flushLocked writes the answers held back in one write, under writeMu.
-func (c *Conn) flushLocked() error {
-	if len(c.pending) == 0 {
-		return nil
+	c.queueMu.Lock()
+	if c.writing || len(c.pending) == 0 {
+		c.queueMu.Unlock()
+		return
 	}
-	_, err := c.guard.send(c.pending)
-	c.pending = c.pending[:0]
-	if cap(c.pending) > maxPooledFrame {
-		c.pending = nil
-	}
-	c.hasPending.Store(false)
-	return err
+	c.writing = true
+	_ = c.drain(nil)
 }
 
 // flushIfStale writes the answers held back once the first has waited

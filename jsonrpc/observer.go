@@ -5,8 +5,9 @@ package jsonrpc
 // pays a single nil check per line.
 //
 // Observe runs on the goroutine that moves the line: the reader for an
-// incoming line, the writer for an outgoing one, before the line is
-// written, so a request is always observed before its answer can be. It
+// incoming line, the one sending an outgoing line, when it is framed,
+// before it is written or queued, so a request is always observed before
+// its answer can be. It
 // must be quick and must not block; frame is the line without its newline
 // and is valid only during the call (copy what you keep).
 type Observer interface {

@@ -72,7 +72,8 @@ type guard struct {
 	readErr  error // the first read error, kept for the close reason
 	writeErr error // the first failed write; the streams are closed after it
 
-	// Write side: serialized by the connection's write mutex.
+	// Write side: frame runs under the connection's queue mutex (its
+	// scratch buffer is shared), send on the one goroutine writing.
 	rawWrite func(fd uintptr) bool // writes rawFrame once, made once
 	rawFrame []byte
 	rawTaken int
