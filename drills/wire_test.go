@@ -200,8 +200,8 @@ func TestDrillWireBadPeerMessagesGetTheirDocumentedTreatment(t *testing.T) {
 }
 
 // TestDrillWireStalledReaderFailsAtTheWriteDeadline has badpeer stop
-// reading, then queues several calls of 256 KiB (more than a pipe holds) to
-// it. The first write that blocks for the 30 s write deadline ends the
+// reading, then queues several calls of 256 KiB (more than a pipe holds:
+// the host asks 1 MiB of each protocol pipe) to it. The first write that blocks for the 30 s write deadline ends the
 // connection: every queued call fails with that one blocked write (none
 // waits out a deadline of its own, which is how the connection used to take
 // a minute and more to fail), and badpeer is restarted with the blocked
@@ -213,7 +213,7 @@ func TestDrillWireStalledReaderFailsAtTheWriteDeadline(t *testing.T) {
 	if res, _, err := wireAct(e, badpeer.Act{Act: badpeer.ActStopReading}); err != nil || res.Code != "" {
 		t.Fatalf("stop reading: %v %+v", err, res)
 	}
-	calls := scale(3, 8)
+	calls := scale(6, 8)
 	pad := strings.Repeat("p", 256<<10)
 	start := time.Now()
 	results := make(chan client.CallResult, calls)

@@ -44,6 +44,14 @@ func protocolPipes() (inR, inW, outR, outW *os.File, err error) {
 	return inR, inW, outR, outW, nil
 }
 
+// protocolPipeBytes is the capacity asked for each protocol pipe. With the
+// default 64 KiB an artifact chunk's line (about 350 KB for 256 KiB of data)
+// crosses in six or more writes, each waking the reader for its part; a
+// pipe that holds the whole line takes it in one. 1 MiB is the most an
+// unprivileged process may ask for (fs.pipe-max-size's default); the pages
+// are the kernel's, taken only while bytes wait in the pipe.
+const protocolPipeBytes = 1 << 20
+
 // hostPipe is a pipe with the host's end (the read end when hostReads, the
 // write end otherwise) non-blocking.
 func hostPipe(hostReads bool) (r, w *os.File, err error) {
@@ -55,6 +63,8 @@ func hostPipe(hostReads bool) (r, w *os.File, err error) {
 	if hostReads {
 		host = p[0]
 	}
+	// Best effort: the default is the system's, and a pipe keeps it.
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), syscall.F_SETPIPE_SZ, protocolPipeBytes)
 	if err := syscall.SetNonblock(host, true); err != nil {
 		syscall.Close(p[0])
 		syscall.Close(p[1])
