@@ -1,5 +1,7 @@
 package protocol
 
+import "sync"
+
 // Diagnosis is what an operator reads for one host diagnostic code: what
 // is wrong and what to change. Every refusal and failure the host reports
 // about a package (in its log, the extensions doctor check, extension list
@@ -103,17 +105,18 @@ var diagnoses = []Diagnosis{
 		"wait for the daemon to finish starting (open-conduit status), or start the package again (open-conduit extension restart NAME)"},
 }
 
-var diagnosisIndex = func() map[string]Diagnosis {
+// diagnosisIndex finds a diagnosis by code, built on first use.
+var diagnosisIndex = sync.OnceValue(func() map[string]Diagnosis {
 	m := make(map[string]Diagnosis, len(diagnoses))
 	for _, d := range diagnoses {
 		m[d.Code] = d
 	}
 	return m
-}()
+})
 
 // Diagnose returns the operator's reading of a diagnostic code.
 func Diagnose(code string) (Diagnosis, bool) {
-	d, ok := diagnosisIndex[code]
+	d, ok := diagnosisIndex()[code]
 	return d, ok
 }
 

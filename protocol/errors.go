@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // Error is an error with a stable wire code. Every refusal that crosses the
@@ -245,30 +246,31 @@ func Codes() []CodeEntry {
 	return out
 }
 
-var codeIndex = func() map[string]CodeEntry {
+// codeIndex finds a code's row, built on first use.
+var codeIndex = sync.OnceValue(func() map[string]CodeEntry {
 	m := make(map[string]CodeEntry, len(codeTable))
 	for _, e := range codeTable {
 		m[e.Code] = e
 	}
 	return m
-}()
+})
 
 // LookupCode returns the code table's row for code.
 func LookupCode(code string) (CodeEntry, bool) {
-	e, ok := codeIndex[code]
+	e, ok := codeIndex()[code]
 	return e, ok
 }
 
 // Sentinel returns the sentinel error for a wire code.
 func Sentinel(code string) (*Error, bool) {
-	e, ok := codeIndex[code]
+	e, ok := codeIndex()[code]
 	return e.Err, ok
 }
 
 // RPCCode returns the JSON-RPC numeric code a wire code travels under: the
 // reserved number for the transport's own codes, RPCAuthored for the rest.
 func RPCCode(code string) int {
-	if e, ok := codeIndex[code]; ok && e.RPC != 0 {
+	if e, ok := codeIndex()[code]; ok && e.RPC != 0 {
 		return e.RPC
 	}
 	return RPCAuthored

@@ -375,10 +375,12 @@ func (m *Manifest) MarshalIndent() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// canonical is the manifest's canonical form: deterministic JSON with every
+// Canonical is the manifest's canonical form: deterministic JSON with every
 // raw value (schemas, defaults) canonicalized, so two manifests that mean the
-// same compare equal whatever their formatting or key order.
-func (m *Manifest) canonical() ([]byte, error) {
+// same compare equal whatever their formatting or key order. Two manifests
+// are SemanticallyEqual exactly when both forms exist and are the same bytes,
+// so a caller comparing one manifest with many can keep its form.
+func (m *Manifest) Canonical() ([]byte, error) {
 	b, err := json.Marshal(m, json.Deterministic(true))
 	if err != nil {
 		return nil, err
@@ -394,8 +396,8 @@ func (m *Manifest) canonical() ([]byte, error) {
 // comparison initialize makes between the file and what the process returns.
 // Formatting, member order and omitted-versus-empty values do not matter.
 func (m *Manifest) SemanticallyEqual(o *Manifest) bool {
-	a, err1 := m.canonical()
-	b, err2 := o.canonical()
+	a, err1 := m.Canonical()
+	b, err2 := o.Canonical()
 	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
@@ -406,8 +408,8 @@ func (m *Manifest) Diff(o *Manifest) string {
 		return ""
 	}
 	var a, b map[string]jsontext.Value
-	ab, _ := m.canonical()
-	bb, _ := o.canonical()
+	ab, _ := m.Canonical()
+	bb, _ := o.Canonical()
 	_ = json.Unmarshal(ab, &a)
 	_ = json.Unmarshal(bb, &b)
 	keys := make([]string, 0, len(a)+len(b))

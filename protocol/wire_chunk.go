@@ -52,13 +52,15 @@ func (p ArtifactWriteParams) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // base64Pairs maps twelve bits to their two characters of the standard
-// alphabet, the first in the low byte.
-var base64Pairs = func() (t [4096]uint16) {
+// alphabet, the first in the low byte. It is built on first use: most
+// processes never encode a chunk.
+var base64Pairs = sync.OnceValue(func() *[4096]uint16 {
+	t := new([4096]uint16)
 	for i := range t {
 		t[i] = uint16(base64Alphabet[i>>6]) | uint16(base64Alphabet[i&63])<<8
 	}
 	return t
-}()
+})
 
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
@@ -67,7 +69,7 @@ func appendBase64(b, src []byte) []byte {
 	n := (len(src) + 2) / 3 * 4
 	b = slices.Grow(b, n)
 	dst := b[len(b) : len(b)+n]
-	pairs := &base64Pairs
+	pairs := base64Pairs()
 	// Six bytes make eight characters; the eight-byte load needs two more
 	// to read, which the last quanta leave to the loop after.
 	for len(src) >= 8 {
@@ -223,8 +225,10 @@ func decodeBase64(s []byte) []byte {
 
 // base64Quantum maps a base64 character to its six bits, already shifted
 // to its place in a quantum of four (the first character's table is [0]),
-// and anything else to badQuantum.
-var base64Quantum = func() (t [4][256]uint32) {
+// and anything else to badQuantum. It is built on first use: most processes
+// never decode a chunk.
+var base64Quantum = sync.OnceValue(func() *[4][256]uint32 {
+	t := new([4][256]uint32)
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 	for i := range t {
 		for c := range t[i] {
@@ -235,7 +239,7 @@ var base64Quantum = func() (t [4][256]uint32) {
 		}
 	}
 	return t
-}()
+})
 
 const badQuantum = 0xff000000
 
@@ -245,7 +249,8 @@ const badQuantum = 0xff000000
 // quanta at a time: the base64 package's decoder reads the chunk at about
 // half this speed.
 func decodeQuanta(dst, src []byte) bool {
-	t0, t1, t2, t3 := &base64Quantum[0], &base64Quantum[1], &base64Quantum[2], &base64Quantum[3]
+	q := base64Quantum()
+	t0, t1, t2, t3 := &q[0], &q[1], &q[2], &q[3]
 	for len(src) >= 8 && len(dst) >= 8 {
 		a := t0[src[0]] | t1[src[1]] | t2[src[2]] | t3[src[3]]
 		b := t0[src[4]] | t1[src[5]] | t2[src[6]] | t3[src[7]]

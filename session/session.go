@@ -196,6 +196,9 @@ type Session struct {
 	log     *stderrLog
 	table   *jsonrpc.Table
 	logger  *slog.Logger
+	// canon is the package manifest's canonical form, computed once: every
+	// launch compares the announced manifest with it.
+	canon func() ([]byte, error)
 
 	// ctx is the session's life: Close cancels it, which ends a launch, a
 	// backoff sleep or a restart in progress at once.
@@ -237,6 +240,7 @@ func New(pkg Package, opts Options) (*Session, error) {
 		changed: make(chan struct{}),
 		state:   StateStarting,
 		logger:  opts.Logger.With("extension", m.Name),
+		canon:   sync.OnceValues(m.Canonical),
 	}
 	argv, err := resolveCommand(m.Command, m.Name, pkg.Dir, opts.Self, protocol.IsHostRun(m.Command, m.Name))
 	if err != nil {

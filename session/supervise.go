@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ func (s *Session) launch(ctx context.Context) error {
 			s.name, err, s.argv, s.pkg.Dir)
 	}
 	s.log.Note("started %s (pid %d)", strings.Join(s.argv, " "), p.pid)
+	// The package manifest's canonical form is ready before the initialize
+	// answer it is compared with: the host is otherwise idle while the
+	// process starts.
+	go s.canon()
 	conn := jsonrpc.New(p.out, p.in, jsonrpc.Options{
 		Peer:        "extension " + s.name,
 		Handlers:    s.table,
@@ -79,7 +84,7 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 			"extension %s answered protocol version %d, which is not one both sides speak (host %v, manifest %v)",
 			s.name, res.ProtocolVersion, s.opts.Versions, m.Protocol)
 	}
-	if !m.SemanticallyEqual(&res.Manifest) {
+	if !s.sameManifest(&res.Manifest) {
 		return 0, protocol.MethodInitialize, protocol.Errorf(protocol.ErrManifestMismatch,
 			"extension %s announced a manifest that differs from %s (first difference: %s); the binary and the manifest are from different releases: reinstall the package",
 			s.name, protocol.ManifestFile, m.Diff(&res.Manifest))
@@ -88,6 +93,14 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 		return 0, protocol.MethodConfigure, err
 	}
 	return res.ProtocolVersion, "", nil
+}
+
+// sameManifest is m.SemanticallyEqual(o) for the package manifest m, with
+// m's canonical form computed once per session.
+func (s *Session) sameManifest(o *protocol.Manifest) bool {
+	a, err1 := s.canon()
+	b, err2 := o.Canonical()
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
 // configure sends the current generation and checks that what the
