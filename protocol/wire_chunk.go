@@ -223,49 +223,70 @@ func decodeBase64(s []byte) []byte {
 	return out
 }
 
-// base64Quantum maps a base64 character to its six bits, already shifted
-// to its place in a quantum of four (the first character's table is [0]),
-// and anything else to badQuantum. It is built on first use: most processes
-// never decode a chunk.
-var base64Quantum = sync.OnceValue(func() *[4][256]uint32 {
-	t := new([4][256]uint32)
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+// base64Pairs12 maps two base64 characters, read as a little-endian
+// uint16 (the first in the low byte), to their twelve bits, and any pair
+// with a byte outside the alphabet to a value with badPair set. Built on
+// first use: 128 KiB that a process which never receives a chunk does not
+// pay for at start, and of which a chunk touches only the 4096 alphabet
+// pairs, about 20 KiB of cache lines.
+var base64Pairs12 = sync.OnceValue(func() *[1 << 16]uint16 {
+	var one [256]uint16
+	for c := range one {
+		one[c] = badPair
+	}
+	for v, c := range []byte(base64Alphabet) {
+		one[c] = uint16(v)
+	}
+	t := new([1 << 16]uint16)
 	for i := range t {
-		for c := range t[i] {
-			t[i][c] = badQuantum
-		}
-		for v, c := range []byte(alphabet) {
-			t[i][c] = uint32(v) << (18 - 6*i)
+		hi, lo := one[i&0xff], one[i>>8]
+		if (hi|lo)&badPair != 0 {
+			t[i] = badPair
+		} else {
+			t[i] = hi<<6 | lo
 		}
 	}
 	return t
 })
 
-const badQuantum = 0xff000000
+const badPair = 0x8000
 
 // decodeQuanta decodes src, whole quanta of the standard alphabet with no
 // padding, into dst (len(src)/4*3 bytes), and reports whether every
-// character was one of the alphabet. One table look-up per character, two
-// quanta at a time: the base64 package's decoder reads the chunk at about
-// half this speed.
+// character was one of the alphabet. Sixteen characters are eight pair
+// look-ups, each a two-byte load and a table load, one validity check on
+// the OR of all eight and two eight-byte stores: the base64 package's
+// decoder reads the chunk at about two fifths of this speed, a table of one
+// character per look-up at about four fifths.
 func decodeQuanta(dst, src []byte) bool {
-	q := base64Quantum()
-	t0, t1, t2, t3 := &q[0], &q[1], &q[2], &q[3]
-	for len(src) >= 8 && len(dst) >= 8 {
-		a := t0[src[0]] | t1[src[1]] | t2[src[2]] | t3[src[3]]
-		b := t0[src[4]] | t1[src[5]] | t2[src[6]] | t3[src[7]]
-		if (a|b)&badQuantum != 0 {
-			return false
-		}
-		binary.BigEndian.PutUint64(dst, uint64(a)<<40|uint64(b)<<16)
-		src, dst = src[8:], dst[6:]
+	if len(src)/4*3 != len(dst) {
+		return false
 	}
-	for len(src) >= 4 && len(dst) >= 3 {
-		a := t0[src[0]] | t1[src[1]] | t2[src[2]] | t3[src[3]]
-		if a&badQuantum != 0 {
+	t := base64Pairs12()
+	// Each eight-byte store writes two bytes past its six, which the next
+	// store overwrites; the last quanta, with no room past them, are left
+	// to the loop after.
+	i, j := 0, 0
+	for ; i+16 <= len(src) && j+14 <= len(dst); i, j = i+16, j+12 {
+		s, d := src[i:i+16:i+16], dst[j:j+14:j+14]
+		a0, a1 := t[binary.LittleEndian.Uint16(s[0:])], t[binary.LittleEndian.Uint16(s[2:])]
+		a2, a3 := t[binary.LittleEndian.Uint16(s[4:])], t[binary.LittleEndian.Uint16(s[6:])]
+		b0, b1 := t[binary.LittleEndian.Uint16(s[8:])], t[binary.LittleEndian.Uint16(s[10:])]
+		b2, b3 := t[binary.LittleEndian.Uint16(s[12:])], t[binary.LittleEndian.Uint16(s[14:])]
+		if (a0|a1|a2|a3|b0|b1|b2|b3)&badPair != 0 {
 			return false
 		}
-		dst[0], dst[1], dst[2] = byte(a>>16), byte(a>>8), byte(a)
+		binary.BigEndian.PutUint64(d, uint64(a0)<<52|uint64(a1)<<40|uint64(a2)<<28|uint64(a3)<<16)
+		binary.BigEndian.PutUint64(d[6:], uint64(b0)<<52|uint64(b1)<<40|uint64(b2)<<28|uint64(b3)<<16)
+	}
+	src, dst = src[i:], dst[j:]
+	for len(src) >= 4 && len(dst) >= 3 {
+		a, b := t[binary.LittleEndian.Uint16(src)], t[binary.LittleEndian.Uint16(src[2:])]
+		if (a|b)&badPair != 0 {
+			return false
+		}
+		q := uint32(a)<<12 | uint32(b)
+		dst[0], dst[1], dst[2] = byte(q>>16), byte(q>>8), byte(q)
 		src, dst = src[4:], dst[3:]
 	}
 	return len(src) == 0 && len(dst) == 0

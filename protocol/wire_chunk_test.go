@@ -130,6 +130,10 @@ func FuzzDecodeQuanta(f *testing.F) {
 	f.Add([]byte{}, []byte("some bytes, 3k of them"))
 	f.Add([]byte("AAAA\nAAA"), []byte{})
 	f.Add([]byte("AA==AAAA"), []byte{})
+	// Long enough for the sixteen-character steps, with the odd byte in one.
+	f.Add([]byte("AAAAAAAAAA\nAAAAAAAAAAAAAAAAAAAAA"), []byte{})
+	f.Add([]byte("AAAAAAAAAAAAAAA=AAAAAAAAAAAAAAAA"), []byte{})
+	f.Add([]byte("AAAA\xffAAAAAAAAAAAAAAAAAAAAAAAAAAA"), []byte{})
 	f.Fuzz(func(t *testing.T, enc, raw []byte) {
 		if len(raw) > 0 {
 			raw = raw[:len(raw)/3*3]
