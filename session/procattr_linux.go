@@ -3,6 +3,7 @@ package session
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // procAttr starts the extension in a session of its own (so its process
@@ -100,21 +101,49 @@ func awaitExit(pid int) {
 }
 
 // parkUntilReadable waits in the runtime's poller until f, which is in
-// it, turns readable (or its peer is gone).
+// it, turns readable (or its peer is gone). The poller is edge-triggered,
+// and the runtime forgets an edge it saw before the wait was armed, so the
+// descriptor is asked first: a pidfd whose process exited before that, or a
+// pipe written to, raises no second edge, and the wait would never end.
 func parkUntilReadable(f *os.File) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
 	}
 	waited := false
-	_ = rc.Read(func(uintptr) bool {
-		// The first call only arms the wait; the poller calls again once
-		// the descriptor is readable.
-		done := waited
+	_ = rc.Read(func(fd uintptr) bool {
+		// Once woken, done; before that, done only if it is readable
+		// already (the wait is armed by now, so a later edge wakes it).
+		done := waited || readableNow(fd)
 		waited = true
 		return done
 	})
 }
+
+// readableNow reports whether fd has something to read, or its peer has
+// gone, at this moment (ppoll with a zero timeout); on an error other than
+// an interrupt it says yes, so the caller reads and meets the error there.
+func readableNow(fd uintptr) bool {
+	pfd := struct {
+		fd      int32
+		events  int16
+		revents int16
+	}{fd: int32(fd), events: pollIn}
+	var zero syscall.Timespec
+	for {
+		n, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno != 0:
+			return true
+		}
+		return n > 0 && pfd.revents != 0
+	}
+}
+
+// pollIn is POLLIN.
+const pollIn = 0x1
 
 // awaitStderr parks the caller in the runtime's poller until the stderr
 // pipe's read end r has something to read or its writers are gone, and
