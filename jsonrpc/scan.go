@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/open-conduit/open-conduit/internal/jsonlex"
 )
 
 // The request scanner: one pass over a line that begins as a Go peer writes
@@ -39,7 +41,7 @@ func scanRequestLine(frame []byte) (r request, ok bool) {
 	if !bytes.HasPrefix(frame, requestPrefix) {
 		return r, false
 	}
-	end, ok := scanString(frame, len(requestPrefix)-1)
+	end, ok := stringEnd(frame, len(requestPrefix)-1)
 	if !ok {
 		return r, false
 	}
@@ -51,7 +53,7 @@ func scanRequestLine(frame []byte) (r request, ok bool) {
 	hasID, hasParams := false, false
 	i := end
 	for {
-		i = skipSpace(frame, i)
+		i = jsonlex.SkipSpace(frame, i)
 		if i >= len(frame) {
 			return r, false
 		}
@@ -62,20 +64,20 @@ func scanRequestLine(frame []byte) (r request, ok bool) {
 		if frame[i] != ',' {
 			return r, false
 		}
-		i = skipSpace(frame, i+1)
+		i = jsonlex.SkipSpace(frame, i+1)
 		if i >= len(frame) || frame[i] != '"' {
 			return r, false
 		}
-		keyEnd, ok := scanString(frame, i)
+		keyEnd, ok := stringEnd(frame, i)
 		if !ok {
 			return r, false
 		}
 		key := frame[i:keyEnd]
-		i = skipSpace(frame, keyEnd)
+		i = jsonlex.SkipSpace(frame, keyEnd)
 		if i >= len(frame) || frame[i] != ':' {
 			return r, false
 		}
-		i = skipSpace(frame, i+1)
+		i = jsonlex.SkipSpace(frame, i+1)
 		valEnd, ok := scanValue(frame, i)
 		if !ok {
 			return r, false
@@ -97,7 +99,7 @@ func scanRequestLine(frame []byte) (r request, ok bool) {
 			return r, false
 		}
 	}
-	if skipSpace(frame, i) != len(frame) {
+	if jsonlex.SkipSpace(frame, i) != len(frame) {
 		return r, false
 	}
 	if hasParams && !isNull(params) {
@@ -158,20 +160,6 @@ func parseInt64(span []byte) (int64, bool) {
 	return int64(n), true
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
 // scanValue returns the end of the JSON value that begins at data[i], as the
 // library's scanner finds it.
 func scanValue(data []byte, i int) (int, bool) {
@@ -180,7 +168,7 @@ func scanValue(data []byte, i int) (int, bool) {
 	}
 	switch c := data[i]; c {
 	case '"':
-		return scanString(data, i)
+		return stringEnd(data, i)
 	case '{', '[':
 		return scanContainer(data, i)
 	case 't':
@@ -197,33 +185,6 @@ func scanValue(data []byte, i int) (int, bool) {
 	}
 }
 
-// scanString returns the end of the string whose opening quote is data[i]:
-// just past the first quote not taken by a backslash (which takes the byte
-// after it, whatever it is). It searches for quotes and backslashes with
-// bytes.IndexByte, and looks for each quote once: an escape before the next
-// quote moves only the backslash search on.
-func scanString(data []byte, i int) (int, bool) {
-	i++
-	q := -1 // the next quote at or after i, once found
-	for {
-		if i >= len(data) {
-			return 0, false
-		}
-		if q < i {
-			k := bytes.IndexByte(data[i:], '"')
-			if k < 0 {
-				return 0, false
-			}
-			q = i + k
-		}
-		k := bytes.IndexByte(data[i:q], '\\')
-		if k < 0 {
-			return q + 1, true
-		}
-		i += k + 2
-	}
-}
-
 // scanContainer returns the end of the object or array that begins at
 // data[i], by bracket balance and strings only, as the library's scanner
 // does: the grammar inside is the decoder's to check.
@@ -232,7 +193,7 @@ func scanContainer(data []byte, i int) (int, bool) {
 	for i < len(data) {
 		switch data[i] {
 		case '"':
-			j, ok := scanString(data, i)
+			j, ok := stringEnd(data, i)
 			if !ok {
 				return 0, false
 			}
@@ -299,4 +260,10 @@ func scanLiteral(data []byte, i int, lit string) (int, bool) {
 		return 0, false
 	}
 	return i + len(lit), true
+}
+
+// stringEnd is jsonlex.StringEnd without the escape flag.
+func stringEnd(data []byte, i int) (int, bool) {
+	end, _, ok := jsonlex.StringEnd(data, i)
+	return end, ok
 }

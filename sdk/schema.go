@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -14,6 +13,7 @@ import (
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/internal/jsonlex"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -540,8 +540,8 @@ func (c *rawCheck) additionalCheck(s *Schema, seen map[*Schema]*rawCheck) *rawCh
 // being one JSON value that a decoder has already found valid (syntax,
 // UTF-8, no duplicate names). False means "refused, or not known here".
 func (c *rawCheck) accepts(data []byte) bool {
-	i, ok := c.value(data, skipSpace(data, 0))
-	return ok && skipSpace(data, i) == len(data)
+	i, ok := c.value(data, jsonlex.SkipSpace(data, 0))
+	return ok && jsonlex.SkipSpace(data, i) == len(data)
 }
 
 // value checks the value at data[i:] and returns the index after it.
@@ -558,7 +558,7 @@ func (c *rawCheck) value(data []byte, i int) (int, bool) {
 	case b == 'f':
 		return i + len("false"), c.kind == kindAny || c.kind == kindBoolean
 	case b == '"':
-		end, escaped, ok := scanString(data, i)
+		end, escaped, ok := jsonlex.StringEnd(data, i)
 		if !ok || (c.kind != kindAny && c.kind != kindString) {
 			return end, false
 		}
@@ -590,7 +590,7 @@ func (c *rawCheck) value(data []byte, i int) (int, bool) {
 }
 
 func (items *rawCheck) array(data []byte, i int) (int, bool) {
-	i = skipSpace(data, i+1)
+	i = jsonlex.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		return i + 1, true
 	}
@@ -599,13 +599,13 @@ func (items *rawCheck) array(data []byte, i int) (int, bool) {
 		if i, ok = items.value(data, i); !ok {
 			return i, false
 		}
-		i = skipSpace(data, i)
+		i = jsonlex.SkipSpace(data, i)
 		if i >= len(data) {
 			return i, false
 		}
 		switch data[i] {
 		case ',':
-			i = skipSpace(data, i+1)
+			i = jsonlex.SkipSpace(data, i+1)
 		case ']':
 			return i + 1, true
 		default:
@@ -649,57 +649,35 @@ func (c *rawCheck) object(data []byte, i int) (int, bool) {
 // member's quoted name, whether it has escapes, and the index of its value
 // to member, which returns the index after the value.
 func members(data []byte, i int, member func(name []byte, escaped bool, i int) (int, bool)) (int, bool) {
-	i = skipSpace(data, i+1)
+	i = jsonlex.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, true
 	}
 	for {
-		end, escaped, ok := scanString(data, i)
+		end, escaped, ok := jsonlex.StringEnd(data, i)
 		if !ok {
 			return end, false
 		}
 		name := data[i:end]
-		i = skipSpace(data, end)
+		i = jsonlex.SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return i, false
 		}
-		if i, ok = member(name, escaped, skipSpace(data, i+1)); !ok {
+		if i, ok = member(name, escaped, jsonlex.SkipSpace(data, i+1)); !ok {
 			return i, false
 		}
-		i = skipSpace(data, i)
+		i = jsonlex.SkipSpace(data, i)
 		if i >= len(data) {
 			return i, false
 		}
 		switch data[i] {
 		case ',':
-			i = skipSpace(data, i+1)
+			i = jsonlex.SkipSpace(data, i+1)
 		case '}':
 			return i + 1, true
 		default:
 			return i, false
 		}
-	}
-}
-
-// scanString finds the end of the string at data[i:] (just past its closing
-// quote) and whether it has escapes.
-func scanString(data []byte, i int) (end int, escaped, ok bool) {
-	if i >= len(data) || data[i] != '"' {
-		return i, false, false
-	}
-	for j := i + 1; ; {
-		q := bytes.IndexByte(data[j:], '"')
-		if q < 0 {
-			return len(data), escaped, false
-		}
-		q += j
-		b := bytes.IndexByte(data[j:q], '\\')
-		if b < 0 {
-			return q + 1, escaped, true
-		}
-		// Skip the escaped character, which may be the quote found.
-		escaped = true
-		j += b + 2
 	}
 }
 
@@ -753,16 +731,4 @@ func checkFormat(format string, quoted []byte, escaped bool) bool {
 		return err == nil
 	}
 	return true
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
