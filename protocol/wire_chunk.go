@@ -10,8 +10,6 @@ import (
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/open-conduit/open-conduit/internal/jsonlex"
 )
 
 // UnmarshalJSONOnePass decodes artifact.write's params from the JSON object
@@ -105,11 +103,11 @@ func (p *ArtifactWriteParams) unmarshalChunk(b []byte) bool {
 	rest := append((*buf)[:0], '{') // every member but "data"
 	var chunk []byte
 	seen := false
-	i := jsonlex.SkipSpace(b, 0)
+	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = jsonlex.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return false // no "data": json.Unmarshal's business
 	}
@@ -126,11 +124,11 @@ func (p *ArtifactWriteParams) unmarshalChunk(b []byte) bool {
 			return false
 		}
 		member := i
-		i = jsonlex.SkipSpace(b, i+end+2)
+		i = skipSpace(b, i+end+2)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		i = jsonlex.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1)
 		if string(name) == "data" {
 			if seen || i >= len(b) || b[i] != '"' {
 				return false
@@ -155,7 +153,7 @@ func (p *ArtifactWriteParams) unmarshalChunk(b []byte) bool {
 			rest = append(rest, b[member:next]...)
 			i = next
 		}
-		i = jsonlex.SkipSpace(b, i)
+		i = skipSpace(b, i)
 		if i >= len(b) {
 			return false
 		}
@@ -165,9 +163,9 @@ func (p *ArtifactWriteParams) unmarshalChunk(b []byte) bool {
 		if b[i] != ',' {
 			return false
 		}
-		i = jsonlex.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1)
 	}
-	if jsonlex.SkipSpace(b, i+1) != len(b) || !seen {
+	if skipSpace(b, i+1) != len(b) || !seen {
 		return false
 	}
 	rest = append(rest, '}')
@@ -292,6 +290,15 @@ func decodeQuanta(dst, src []byte) bool {
 		src, dst = src[4:], dst[3:]
 	}
 	return len(src) == 0 && len(dst) == 0
+}
+
+// skipSpace returns the index of the first byte from i that is not JSON
+// whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // skipValue returns the index just past the JSON value that begins at i, or

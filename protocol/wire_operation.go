@@ -8,8 +8,6 @@ import (
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/open-conduit/open-conduit/internal/jsonlex"
 )
 
 // The operation.call envelope is on every operation call, both ways, and
@@ -160,7 +158,7 @@ func appendAuthority(b []byte, a Authority) ([]byte, bool) {
 // case-variant name, a null, an escaped string, data it is not sure of.
 func (p *OperationCallParams) decode(b []byte) bool {
 	var seen uint8
-	i := walkObject(b, jsonlex.SkipSpace(b, 0), func(name []byte, i int) int {
+	i := walkObject(b, skipSpace(b, 0), func(name []byte, i int) int {
 		var bit uint8
 		switch string(name) {
 		case "operation":
@@ -184,20 +182,20 @@ func (p *OperationCallParams) decode(b []byte) bool {
 		seen |= bit
 		return i
 	})
-	return i >= 0 && jsonlex.SkipSpace(b, i) == len(b)
+	return i >= 0 && skipSpace(b, i) == len(b)
 }
 
 // decode is OperationCallParams.decode for the result.
 func (r *OperationCallResult) decode(b []byte) bool {
 	seen := false
-	i := walkObject(b, jsonlex.SkipSpace(b, 0), func(name []byte, i int) int {
+	i := walkObject(b, skipSpace(b, 0), func(name []byte, i int) int {
 		if string(name) != "output" || seen {
 			return -1
 		}
 		seen = true
 		return readPayload(b, i, &r.Output)
 	})
-	return i >= 0 && jsonlex.SkipSpace(b, i) == len(b)
+	return i >= 0 && skipSpace(b, i) == len(b)
 }
 
 // readPayload reads the payload object at b[i] into p and returns the index
@@ -269,7 +267,7 @@ func walkObject(b []byte, i int, member func(name []byte, i int) int) int {
 	if i >= len(b) || b[i] != '{' {
 		return -1
 	}
-	i = jsonlex.SkipSpace(b, i+1)
+	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -285,14 +283,14 @@ func walkObject(b []byte, i int, member func(name []byte, i int) int) int {
 		if bytes.IndexByte(name, '\\') >= 0 {
 			return -1
 		}
-		i = jsonlex.SkipSpace(b, i+end+2)
+		i = skipSpace(b, i+end+2)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		if i = member(name, jsonlex.SkipSpace(b, i+1)); i < 0 {
+		if i = member(name, skipSpace(b, i+1)); i < 0 {
 			return -1
 		}
-		i = jsonlex.SkipSpace(b, i)
+		i = skipSpace(b, i)
 		if i >= len(b) {
 			return -1
 		}
@@ -302,7 +300,7 @@ func walkObject(b []byte, i int, member func(name []byte, i int) int) int {
 		if b[i] != ',' {
 			return -1
 		}
-		i = jsonlex.SkipSpace(b, i+1)
+		i = skipSpace(b, i+1)
 	}
 }
 
@@ -413,7 +411,7 @@ func (s *valueScanner) value(i int) int {
 // space skips whitespace from i, or returns -1 when there is some and the
 // scan is canonical.
 func (s *valueScanner) space(i int) int {
-	j := jsonlex.SkipSpace(s.b, i)
+	j := skipSpace(s.b, i)
 	if j != i && s.canonical {
 		return -1
 	}

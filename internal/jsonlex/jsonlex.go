@@ -1,8 +1,9 @@
 // Package jsonlex is the two lexing steps the hand-written JSON readers of
-// the transport (jsonrpc's request scan, protocol's envelope and chunk
-// codecs, the SDK's in-place schema check) share: skipping whitespace and
-// finding where a string ends. What each reader accepts beyond that is its
-// own, held by its own fuzz test to the decoder it stands in for.
+// jsonrpc's request scan and the SDK's in-place schema check share:
+// skipping whitespace and finding where a string ends. What each reader
+// accepts beyond that is its own, held by its own fuzz test to the decoder
+// it stands in for. protocol's envelope and chunk codecs keep a whitespace
+// skip of their own: protocol imports nothing of this module.
 package jsonlex
 
 import "bytes"
