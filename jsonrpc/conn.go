@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ type Options struct {
 
 	// coalesceWait overrides coalesceWait, for tests (negative: zero).
 	coalesceWait time.Duration
+	// grace overrides defaultGrace, for tests that must not see a call
+	// released by its timer.
+	grace time.Duration
 	// noCombine makes a line written while another write is in progress
 	// wait for it and go in a write of its own, for tests.
 	noCombine bool
@@ -91,8 +95,8 @@ type Conn struct {
 	inflight atomic.Int32
 	active   atomic.Int32  // requests being served, calls and notifications
 	idle     chan struct{} // signalled when the last one ends while closing
-	spare    chan struct{} // the reader role, handed to the parked spare
-	parked   atomic.Bool   // a spare goroutine is parked
+	spare    chan struct{} // the reader role, handed to the parked spare (buffered: one)
+	parked   atomic.Int32  // spareNone, spareParked or spareHanded
 	// readersStarted counts the reading goroutines started for a release
 	// that found no spare parked.
 	readersStarted atomic.Int64
@@ -146,8 +150,8 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	case opts.coalesceWait < 0:
 		opts.coalesceWait = 0
 	}
-	c := &Conn{opts: opts, done: make(chan struct{}), grace: defaultGrace, epoch: time.Now(),
-		idle: make(chan struct{}, 1), spare: make(chan struct{})}
+	c := &Conn{opts: opts, done: make(chan struct{}), grace: cmp.Or(opts.grace, defaultGrace), epoch: time.Now(),
+		idle: make(chan struct{}, 1), spare: make(chan struct{}, 1)}
 	c.wrote.L = &c.queueMu
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()

@@ -87,27 +87,38 @@ func (c *Conn) reader() {
 	}
 }
 
+// The states of Conn.parked: whether a spare goroutine has committed to
+// waiting for the reader role, and whether a release has handed it over.
+const (
+	spareNone   int32 = iota // no spare: a release starts a goroutine
+	spareParked              // a spare is waiting, or about to
+	spareHanded              // the role is in the spare channel, not yet taken
+)
+
 // handOff passes the reader role to the parked spare, or to a new goroutine
 // when none is parked. It runs once per release, on the goroutine releasing.
+// A spare counts as parked from the moment it commits to waiting, before it
+// reaches its receive (a loaded machine can hold it there for a while), so
+// the role goes through a channel of one that never makes the releaser wait.
 func (c *Conn) handOff() {
-	select {
-	case c.spare <- struct{}{}:
-	default:
-		c.readersStarted.Add(1)
-		go c.reader()
+	if c.parked.CompareAndSwap(spareParked, spareHanded) {
+		c.spare <- struct{}{}
+		return
 	}
+	c.readersStarted.Add(1)
+	go c.reader()
 }
 
 // park waits as the spare for the reader role, and reports whether it got
 // it. Only one goroutine parks; any other, and every one once the
 // connection has ended, returns false and exits.
 func (c *Conn) park() bool {
-	if !c.parked.CompareAndSwap(false, true) {
+	if !c.parked.CompareAndSwap(spareNone, spareParked) {
 		return false
 	}
-	defer c.parked.Store(false)
 	select {
 	case <-c.spare:
+		c.parked.Store(spareNone)
 		return true
 	case <-c.ctx.Done():
 		return false
