@@ -58,6 +58,7 @@ type guard struct {
 	closeW io.Closer
 	wdl    deadliner
 	raw    syscall.RawConn // the writer's descriptor, when it is non-blocking
+	rawR   syscall.RawConn // the reader's descriptor, when the runtime polls it
 
 	maxLine      int
 	writeTimeout time.Duration
@@ -72,6 +73,9 @@ type guard struct {
 	// beforeRead runs before each read of the stream, which may block: the
 	// connection writes the answers it held back for the lines already read.
 	beforeRead func()
+	rawRead    func(fd uintptr) bool // reads into rawInto once, made once
+	rawInto    []byte
+	rawGot     int
 
 	mu       sync.Mutex
 	readErr  error // the first read error, kept for the close reason
@@ -103,6 +107,12 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 	g.closeW, _ = w.(io.Closer)
 	g.wdl, _ = w.(deadliner)
 	g.raw = rawWriter(w)
+	g.rawR = rawReader(r)
+	g.rawRead = func(fd uintptr) bool {
+		var done bool
+		g.rawGot, done = readOnce(fd, g.rawInto)
+		return done
+	}
 	g.rawWrite = func(fd uintptr) bool {
 		g.rawTaken = writeOnce(fd, g.rawFrame)
 		return true
@@ -145,7 +155,7 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 			g.beforeRead()
 		}
 		g.makeRoom()
-		n, err := g.r.Read(g.buf[g.end:])
+		n, err := g.read(g.buf[g.end:])
 		g.end += n
 		if n > 0 {
 			continue
@@ -159,6 +169,24 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 		}
 		return nil, err
 	}
+}
+
+// read reads what the stream has into p, waiting for something. A stream
+// the runtime polls is read with the system call made directly, waiting in
+// the poller as the reader's own Read would; the end of the stream, an
+// error, or a descriptor that cannot be had goes through the reader's Read,
+// so the reader (the session's pipe, which notes its end) sees them.
+func (g *guard) read(p []byte) (int, error) {
+	if g.rawR != nil {
+		g.rawInto = p
+		err := g.rawR.Read(g.rawRead)
+		n := g.rawGot
+		g.rawInto, g.rawGot = nil, 0
+		if err == nil && n > 0 {
+			return n, nil
+		}
+	}
+	return g.r.Read(p)
 }
 
 // makeRoom makes space after the unread bytes: it moves them to the front

@@ -105,6 +105,16 @@ func (r *outReader) Read(b []byte) (int, error) {
 // Close implements io.Closer, so closing the connection closes the pipe.
 func (r *outReader) Close() error { return r.f.Close() }
 
+// SetReadDeadline reports that the pipe is one the runtime polls, as the
+// connection asks before reading it directly.
+func (r *outReader) SetReadDeadline(t time.Time) error { return r.f.SetReadDeadline(t) }
+
+// SyscallConn lends the pipe's descriptor, so the connection reads it with
+// the system call made directly, waiting in the poller as Read does. A read
+// that finds the end or an error takes nothing, and the connection reads
+// through Read, which records the end.
+func (r *outReader) SyscallConn() (syscall.RawConn, error) { return r.f.SyscallConn() }
+
 // inWriter is the extension's stdin as its connection writes it; it
 // remembers whether a write found the pipe closed at the other end.
 type inWriter struct {
