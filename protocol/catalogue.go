@@ -219,162 +219,153 @@ var (
 	usersContainr = []string{"DK", "SSH"}
 )
 
-func h2e(name, surface, summary string, users ...string) Method {
-	return Method{Name: name, Direction: HostToExtension, Surface: surface, Summary: summary, Users: users}
+// catalogueRows is every wire method, in the seed's inventory order. It is
+// written as plain values so the linker lays it out as data: no process
+// spends time building it, and a binary carries about 13 KiB of table
+// instead of about 55 KiB of code that built it.
+var catalogueRows = [...]Method{
+	// Lifecycle and transport.
+	{Name: MethodInitialize, Direction: HostToExtension, Surface: SurfaceAlways, Users: usersAll, Summary: "negotiate the protocol version and return the manifest", Served: true},
+	{Name: MethodConfigure, Direction: HostToExtension, Surface: SurfaceAlways, Users: usersAll, Summary: "send the config generation's entries; answers ingress sources and webhook paths", Served: true},
+	{Name: MethodShutdown, Direction: HostToExtension, Surface: SurfaceAlways, Users: usersAll, Summary: "stop taking requests, finish or cancel in-flight work, then exit", Served: true},
+	{Name: MethodCancel, Direction: Both, Surface: SurfaceAlways, Summary: "cancel an in-flight request by id (notification)", Users: usersAll, Served: true},
+
+	// Config validation.
+	{Name: MethodValidate, Direction: HostToExtension, Surface: SurfaceConfigTypes, Users: usersAll, Summary: "check a config object of a declared type; refusals say what to change, warnings too", Served: true},
+
+	// Ingress.
+	{Name: MethodWebhookHandle, Direction: HostToExtension, Surface: SurfaceWebhooks, Users: usersIngress, Summary: "verify and push one webhook request under a registered path", Served: true},
+	{Name: MethodIngressPush, Direction: HostToExtension, Surface: SurfaceIngress, Users: usersIngress, Summary: "turn one delivery into observations and events", Served: true},
+	{Name: MethodIngressReconcile, Direction: HostToExtension, Surface: SurfaceIngress, Users: usersIngress, Summary: "scan a source for one page of observations", Served: true},
+	{Name: MethodIngressDeliver, Direction: ExtensionToHost, Surface: SurfaceIngress, Users: []string{"SL"}, Summary: "deliver from the extension's own receiver; answered after durable acceptance", Served: true},
+
+	// Routing and Work kinds.
+	{Name: MethodRouteMatch, Direction: HostToExtension, Surface: SurfaceRoutes, Users: usersRouting, Summary: "decide match or no match for an Event, free of side effects", Served: true},
+	{Name: MethodRouteSamples, Direction: HostToExtension, Surface: SurfaceRouteSamples, Users: usersRouting, Summary: "named sample Events for a route trace", Served: true},
+	{Name: MethodWorkKindTrigger, Direction: HostToExtension, Surface: SurfaceTrigger, InTransaction: true, Users: []string{"SC"}, Summary: "pick the trigger input of a new Work (in the start transaction)", Served: true},
+	{Name: MethodRecurrenceNext, Direction: HostToExtension, Surface: SurfaceRecurrences, InTransaction: true, Users: []string{"SC", "IS"}, Summary: "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", Served: true},
+	{Name: MethodTimerArm, Direction: ExtensionToHost, Surface: SurfaceRecurrences, Users: []string{"SC", "IS"}, Summary: "arm a durable timer of a declared recurrence", Served: true},
+	{Name: MethodTimerCancel, Direction: ExtensionToHost, Surface: SurfaceRecurrences, Users: []string{"SC", "IS"}, Summary: "cancel a timer the extension armed", Served: true},
+
+	// Toolbelt operations.
+	{Name: MethodOperationCall, Direction: HostToExtension, Surface: SurfaceHandlerOps, Users: []string{"GH", "SL", "TR", "BB", "IS", "HU"}, Summary: "run a handler operation with its authority and request_id", Served: true},
+	{Name: MethodOperationWait, Direction: HostToExtension, Surface: SurfaceWaitOps, Users: []string{"GH"}, Summary: "plan a wait for a wait operation", Served: true},
+	{Name: MethodOperationEmit, Direction: HostToExtension, Surface: SurfaceEmitOps, Users: []string{"IS"}, Summary: "plan an Event for an emit operation", Served: true},
+	{Name: MethodEmitCommit, Direction: HostToExtension, Surface: SurfaceCommitOps, InTransaction: true, Users: []string{"IS"}, Summary: "records that commit with the accepted Event (in the emission transaction)", Served: true},
+	{Name: MethodDependencyFilter, Direction: HostToExtension, Surface: SurfaceDependency, InTransaction: true, Users: []string{"GH"}, Summary: "does an Event satisfy a wait's dependency (in the subscription transaction)", Served: true},
+	{Name: MethodOperationGate, Direction: HostToExtension, Surface: SurfaceOperationGate, Permission: PermissionOperationGate, Users: []string{"HU"}, Summary: "park or refuse another extension's toolbelt call", Served: true},
+	{Name: MethodWorkAdmit, Direction: HostToExtension, Surface: SurfaceStartGate, Permission: PermissionStartGate, Users: []string{"HU"}, Summary: "admit or hold the first attempt of a Work", Served: true},
+	{Name: MethodWorkSettleHold, Direction: ExtensionToHost, Surface: SurfaceStartGate, Permission: PermissionStartGate, Users: []string{"HU"}, Summary: "settle a hold the extension's start gate placed", Served: true},
+	{Name: MethodWaitProgress, Direction: ExtensionToHost, Surface: SurfaceWaitOps, Users: []string{"GH"}, Summary: "set the progress line of a Wait the extension owns", Served: true},
+	{Name: MethodWaitTarget, Direction: ExtensionToHost, Surface: SurfaceWaitOps, Users: []string{"GH"}, Summary: "resolve a <kind>:<name> wait target in the extension's scopes"},
+	{Name: MethodTargetResolve, Direction: HostToExtension, Surface: SurfaceTargets, Users: []string{"SC"}, Summary: "resolve a wait target of a declared kind"},
+
+	// Rendering, authority, segments.
+	{Name: MethodEventRender, Direction: HostToExtension, Surface: SurfaceRender, Users: []string{"GH", "SL", "IS"}, Summary: "render an Event of the extension's own families for a prompt", Served: true},
+	{Name: MethodEventRenderOwned, Direction: ExtensionToHost, Surface: SurfaceExecutors, Users: []string{"CC"}, Summary: "render an Event through the extension that owns its family"},
+	{Name: MethodScopeAuthorize, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"GH"}, Summary: "may one of the extension's scopes read or file in another"},
+	{Name: MethodSegmentEnded, Direction: HostToExtension, Surface: SurfaceSegmentEnd, Users: []string{"GH"}, Summary: "a container segment settled; revoke what was issued for it"},
+
+	// Executors.
+	{Name: MethodExecutorRun, Direction: HostToExtension, Surface: SurfaceExecutors, Users: usersExec, Summary: "start an execution of a Work", Served: true},
+	{Name: MethodExecutorRecover, Direction: HostToExtension, Surface: SurfaceExecutors, Users: usersExec, Summary: "adopt an execution from its persisted recovery metadata", Served: true},
+	{Name: MethodExecutorWait, Direction: HostToExtension, Surface: SurfaceExecutors, Users: usersExec, Summary: "observe an execution until it settles (cancel stops observing only)", Served: true},
+	{Name: MethodExecutorResume, Direction: HostToExtension, Surface: SurfaceResume, Users: usersExec, Summary: "resume a waiting execution with new input"},
+	{Name: MethodExecutorInterrupt, Direction: HostToExtension, Surface: SurfaceInterrupt, Users: usersExec, Summary: "interrupt a running execution", Served: true},
+	{Name: MethodExecutorInject, Direction: HostToExtension, Surface: SurfaceInject, Users: usersExec, Summary: "inject input into a running execution", Served: true},
+	{Name: MethodExecutorForget, Direction: HostToExtension, Surface: SurfaceForget, Users: usersExec, Summary: "forget an execution's local state", Served: true},
+	{Name: MethodExecutorStop, Direction: HostToExtension, Surface: SurfaceStop, Users: []string{"SH", "CC"}, Summary: "stop an execution and answer physical-stop evidence", Served: true},
+	{Name: MethodExecutorInteractiveLaunch, Direction: HostToExtension, Surface: SurfaceLaunch, Users: []string{"CC", "CX"}, Summary: "the argv and environment for an operator's interactive launch"},
+	{Name: MethodExecutorAttach, Direction: HostToExtension, Surface: SurfaceAttach, Users: []string{"CC"}, Summary: "attach the operator to a running session"},
+	{Name: MethodExecutorContainerAttach, Direction: HostToExtension, Surface: SurfaceContainerAttach, Users: []string{"CC"}, Summary: "attach to Work that ran in a container"},
+	{Name: MethodExecutorLive, Direction: HostToExtension, Surface: SurfaceLive, Users: []string{"CC"}, Summary: "a running attempt's output so far", Served: true},
+	{Name: MethodExecutionPersistRecovery, Direction: ExtensionToHost, Surface: SurfaceExecutors, Users: usersExec, Summary: "persist an execution's recovery metadata (lease-fenced)", Served: true},
+
+	// Workspaces, sandboxes, containers.
+	{Name: MethodResourceAcquire, Direction: ExtensionToHost, Surface: SurfaceWorkspace, Users: []string{"CC"}, Summary: "acquire the binding's workspace for a run"},
+	{Name: MethodResourceLookup, Direction: ExtensionToHost, Surface: SurfaceWorkspace, Users: []string{"CC"}, Summary: "look up a run's workspace"},
+	{Name: MethodProviderAcquire, Direction: HostToExtension, Surface: SurfaceResources, Users: []string{"GIT"}, Summary: "acquire a resource for an owner and mode"},
+	{Name: MethodProviderLookup, Direction: HostToExtension, Surface: SurfaceResources, Users: []string{"GIT"}, Summary: "look up an acquired resource"},
+	{Name: MethodProviderReconcile, Direction: HostToExtension, Surface: SurfaceResources, Users: []string{"GIT"}, Summary: "repair resources against the host's owner status"},
+	{Name: MethodProviderSweep, Direction: HostToExtension, Surface: SurfaceSweep, Users: []string{"GIT"}, Summary: "remove spare resources no release covers"},
+	{Name: MethodProviderOwnerStatus, Direction: ExtensionToHost, Surface: SurfaceResources, Users: []string{"GIT"}, Summary: "is an owner still live (during reconcile or sweep)"},
+	{Name: MethodSandboxPlan, Direction: ExtensionToHost, Surface: SurfaceExecSandbox, Users: []string{"SH", "CC"}, Summary: "plan a launch in the run's sandbox"},
+	{Name: MethodSandboxAdopt, Direction: ExtensionToHost, Surface: SurfaceExecSandbox, Users: []string{"SH", "CC"}, Summary: "adopt a launch under a pinned sandbox plan"},
+	{Name: MethodContainerLaunch, Direction: ExtensionToHost, Surface: SurfaceExecContainer, Users: []string{"SH", "CC"}, Summary: "launch in the run's container"},
+	{Name: MethodContainerAdopt, Direction: ExtensionToHost, Surface: SurfaceExecContainer, Users: []string{"SH", "CC"}, Summary: "adopt a container launch after a restart"},
+	{Name: MethodSandboxProviderPlan, Direction: HostToExtension, Surface: SurfaceSandboxes, Users: []string{"SRT"}, Summary: "plan a sandboxed launch for its needs"},
+	{Name: MethodSandboxProviderAdopt, Direction: HostToExtension, Surface: SurfaceSandboxes, Users: []string{"SRT"}, Summary: "adopt a segment under a pinned plan"},
+	{Name: MethodContainerProviderPlan, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "plan a container for a launch"},
+	{Name: MethodContainerProviderCreate, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "create the planned container"},
+	{Name: MethodContainerProviderSignal, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "signal a container's process"},
+	{Name: MethodContainerProviderStop, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "stop a container"},
+	{Name: MethodContainerProviderInspect, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "inspect one container"},
+	{Name: MethodContainerProviderList, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "list the provider's containers of this host"},
+	{Name: MethodContainerProviderRemove, Direction: HostToExtension, Surface: SurfaceContainers, Users: usersContainr, Summary: "remove a container"},
+	{Name: MethodContainerProviderForward, Direction: HostToExtension, Surface: SurfaceForward, Users: usersContainr, Summary: "the address the toolbelt is served on for a container"},
+
+	// Tunnels.
+	{Name: MethodTunnelRun, Direction: HostToExtension, Surface: SurfaceTunnels, Users: []string{"NG", "CF"}, Summary: "keep the webhook listener exposed (held open for the daemon's life)"},
+	{Name: MethodTunnelURL, Direction: ExtensionToHost, Surface: SurfaceTunnels, Users: []string{"NG", "CF"}, Summary: "publish the tunnel's current public URL"},
+
+	// Storage and state.
+	{Name: MethodKVGet, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersKV, Summary: "read one key with its version", Served: true},
+	{Name: MethodKVList, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersKV, Summary: "list keys of a namespace, with versions", Served: true},
+	{Name: MethodKVCommit, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersKV, Summary: "apply preconditions, puts, deletes and emissions atomically", Served: true},
+	{Name: MethodStateWork, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "one Work in the extension's scopes"},
+	{Name: MethodStateWorks, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "Work in the extension's scopes"},
+	{Name: MethodStateExecutions, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "a Work's executions"},
+	{Name: MethodStateWaits, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"HU"}, Summary: "a Work's Waits"},
+	{Name: MethodStateEvent, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "one Event in the extension's scopes", Served: true},
+	{Name: MethodStateEvents, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "a page of Events in the extension's scopes (cursor)", Served: true},
+	{Name: MethodStateWorkEvents, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "a page of one Work's Events", Served: true},
+	{Name: MethodStateSequence, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"HU"}, Summary: "the log's latest sequence", Served: true},
+	{Name: MethodStateScopes, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "the scopes that use the extension", Served: true},
+	{Name: MethodStateScope, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersState, Summary: "one scope that uses the extension", Served: true},
+	{Name: MethodStateTimers, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SC", "IS"}, Summary: "the extension's timers"},
+	{Name: MethodEventAccept, Direction: ExtensionToHost, Surface: SurfaceFamilies, Users: []string{"GH", "SC", "IS"}, Summary: "accept a derived Event of an own family with KV records", Served: true},
+	{Name: MethodWorkCancel, Direction: ExtensionToHost, Surface: SurfaceWorkKinds, Users: []string{"IS"}, Summary: "cancel Work of an own kind", Served: true},
+	{Name: MethodArtifactCreate, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "open an artifact writer", Served: true},
+	{Name: MethodArtifactWrite, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "write one acknowledged chunk (at most 256 KiB)", Served: true},
+	{Name: MethodArtifactCommit, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "commit an artifact", Served: true},
+	{Name: MethodArtifactAbort, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "abandon an artifact writer", Served: true},
+	{Name: MethodSecretResolve, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersSecrets, Summary: "resolve secret names bound to the extension's entries", Served: true},
+
+	// Background passes, doctor, telemetry.
+	{Name: MethodTaskRun, Direction: HostToExtension, Surface: SurfaceTasks, Users: usersKV, Summary: "run one pass of a declared task", Served: true},
+	{Name: MethodCheckRun, Direction: HostToExtension, Surface: SurfaceChecks, Users: usersAll, Summary: "run a declared doctor check on the configuration view", Served: true},
+	{Name: MethodTelemetryExport, Direction: HostToExtension, Surface: SurfaceExporters, Users: []string{"PH", "IS"}, Summary: "export a telemetry batch (with a deadline)"},
+	{Name: MethodTelemetrySink, Direction: HostToExtension, Surface: SurfaceAlways, Permission: PermissionTelemetrySink, Users: []string{"IS", "PH"}, Summary: "receive every named telemetry event"},
+	{Name: MethodTelemetryCapture, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionTelemetryCapture, Users: []string{"IS", "PH"}, Summary: "record a named telemetry event"},
+
+	// Setup probes and the config host.
+	{Name: MethodProbeList, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionProbes, Users: []string{"GH", "CC"}, Summary: "list the setup probes the host offers"},
+	{Name: MethodProbeRun, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionProbes, Users: []string{"GH", "CC"}, Summary: "run one read-only setup probe (30 s)"},
+	{Name: MethodProbeServe, Direction: HostToExtension, Surface: SurfaceProbes, Users: []string{"GH", "CC"}, Summary: "run one of the extension's own probes"},
+	{Name: MethodConfigBase, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionConfigRead, Users: []string{"GH"}, Summary: "the committed generation and a handle on its redacted text"},
+	{Name: MethodConfigEdit, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionConfigRead, Users: []string{"GH"}, Summary: "one RFC 6902 edit against a handle, answered as a new handle"},
+	{Name: MethodConfigValidate, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionConfigRead, Users: []string{"GH"}, Summary: "validate a candidate handle"},
+	{Name: MethodConfigTrace, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionConfigRead, Users: []string{"GH"}, Summary: "trace routes against a candidate handle"},
+	{Name: MethodConfigCandidate, Direction: HostToExtension, Surface: SurfaceConfigCandidate, Permission: PermissionConfigRead, Users: []string{"GH"}, Summary: "the config changes a Work proposes"},
+
+	// Run environment, annotations, actions, panels, setup.
+	{Name: MethodRunEnvironment, Direction: HostToExtension, Surface: SurfaceRunEnvironment, Users: []string{"GH"}, Summary: "an environment layer for a run of Work", Served: true},
+	{Name: MethodWorkAnnotate, Direction: HostToExtension, Surface: SurfaceAnnotate, Users: []string{"GH"}, Summary: "annotate Work in the extension's scopes"},
+	{Name: MethodWorkActions, Direction: HostToExtension, Surface: SurfaceActions, Users: []string{"GH", "SL", "HU"}, Summary: "the actions offered on a target"},
+	{Name: MethodWorkAct, Direction: HostToExtension, Surface: SurfaceActions, Users: []string{"GH", "SL", "HU"}, Summary: "invoke an action for an operator"},
+	{Name: MethodActionSubmit, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionActionSubmit, Users: []string{"GH", "SL"}, Summary: "invoke an action for a person the extension identified"},
+	{Name: MethodActionList, Direction: ExtensionToHost, Surface: SurfaceAlways, Permission: PermissionActionSubmit, Users: []string{"GH", "SL"}, Summary: "list the actions offered on a target"},
+	{Name: MethodViewRender, Direction: HostToExtension, Surface: SurfacePanels, Users: []string{"HU"}, Summary: "a panel on a scope or Work page"},
+	{Name: MethodSetupRun, Direction: HostToExtension, Surface: SurfaceSetup, Users: []string{"GH", "SL", "TR"}, Summary: "run a setup flow with setup.* callbacks"},
+	{Name: MethodSetupPrompt, Direction: ExtensionToHost, Surface: SurfaceSetup, Users: []string{"GH", "SL", "TR"}, Summary: "ask the operator during setup"},
+	{Name: MethodSetupBrowser, Direction: ExtensionToHost, Surface: SurfaceSetup, Users: []string{"GH", "SL", "TR"}, Summary: "open a browser during setup"},
+	{Name: MethodSetupSecret, Direction: ExtensionToHost, Surface: SurfaceSetup, Users: []string{"GH", "SL", "TR"}, Summary: "store a secret during setup"},
+	{Name: MethodSetupLookPath, Direction: ExtensionToHost, Surface: SurfaceSetup, Users: []string{"GH", "SL", "TR"}, Summary: "find a program on the operator's PATH"},
+	{Name: MethodSetupExec, Direction: ExtensionToHost, Surface: SurfaceSetup, Users: []string{"GH", "SL", "TR"}, Summary: "run a program for the operator during setup"},
 }
 
-func e2h(name, surface, summary string, users ...string) Method {
-	return Method{Name: name, Direction: ExtensionToHost, Surface: surface, Summary: summary, Users: users}
-}
-
-func gated(m Method, permission string) Method { m.Permission = permission; return m }
-func inTx(m Method) Method                     { m.InTransaction = true; return m }
-func served(m Method) Method                   { m.Served = true; return m }
-
-// catalogue is every wire method, in the seed's inventory order. It is
-// built on first use: an extension never reads it.
-var catalogue = sync.OnceValue(func() []Method {
-	return []Method{
-		// Lifecycle and transport.
-		served(h2e(MethodInitialize, SurfaceAlways, "negotiate the protocol version and return the manifest", usersAll...)),
-		served(h2e(MethodConfigure, SurfaceAlways, "send the config generation's entries; answers ingress sources and webhook paths", usersAll...)),
-		served(h2e(MethodShutdown, SurfaceAlways, "stop taking requests, finish or cancel in-flight work, then exit", usersAll...)),
-		served(Method{Name: MethodCancel, Direction: Both, Surface: SurfaceAlways, Summary: "cancel an in-flight request by id (notification)", Users: usersAll}),
-
-		// Config validation.
-		served(h2e(MethodValidate, SurfaceConfigTypes, "check a config object of a declared type; refusals say what to change, warnings too", usersAll...)),
-
-		// Ingress.
-		served(h2e(MethodWebhookHandle, SurfaceWebhooks, "verify and push one webhook request under a registered path", usersIngress...)),
-		served(h2e(MethodIngressPush, SurfaceIngress, "turn one delivery into observations and events", usersIngress...)),
-		served(h2e(MethodIngressReconcile, SurfaceIngress, "scan a source for one page of observations", usersIngress...)),
-		served(e2h(MethodIngressDeliver, SurfaceIngress, "deliver from the extension's own receiver; answered after durable acceptance", "SL")),
-
-		// Routing and Work kinds.
-		served(h2e(MethodRouteMatch, SurfaceRoutes, "decide match or no match for an Event, free of side effects", usersRouting...)),
-		served(h2e(MethodRouteSamples, SurfaceRouteSamples, "named sample Events for a route trace", usersRouting...)),
-		served(inTx(h2e(MethodWorkKindTrigger, SurfaceTrigger, "pick the trigger input of a new Work (in the start transaction)", "SC"))),
-		served(inTx(h2e(MethodRecurrenceNext, SurfaceRecurrences, "the next occurrence of a calendar rule (in the fire-and-rearm transaction)", "SC", "IS"))),
-		served(e2h(MethodTimerArm, SurfaceRecurrences, "arm a durable timer of a declared recurrence", "SC", "IS")),
-		served(e2h(MethodTimerCancel, SurfaceRecurrences, "cancel a timer the extension armed", "SC", "IS")),
-
-		// Toolbelt operations.
-		served(h2e(MethodOperationCall, SurfaceHandlerOps, "run a handler operation with its authority and request_id", "GH", "SL", "TR", "BB", "IS", "HU")),
-		served(h2e(MethodOperationWait, SurfaceWaitOps, "plan a wait for a wait operation", "GH")),
-		served(h2e(MethodOperationEmit, SurfaceEmitOps, "plan an Event for an emit operation", "IS")),
-		served(inTx(h2e(MethodEmitCommit, SurfaceCommitOps, "records that commit with the accepted Event (in the emission transaction)", "IS"))),
-		served(inTx(h2e(MethodDependencyFilter, SurfaceDependency, "does an Event satisfy a wait's dependency (in the subscription transaction)", "GH"))),
-		served(gated(h2e(MethodOperationGate, SurfaceOperationGate, "park or refuse another extension's toolbelt call", "HU"), PermissionOperationGate)),
-		served(gated(h2e(MethodWorkAdmit, SurfaceStartGate, "admit or hold the first attempt of a Work", "HU"), PermissionStartGate)),
-		served(gated(e2h(MethodWorkSettleHold, SurfaceStartGate, "settle a hold the extension's start gate placed", "HU"), PermissionStartGate)),
-		served(e2h(MethodWaitProgress, SurfaceWaitOps, "set the progress line of a Wait the extension owns", "GH")),
-		e2h(MethodWaitTarget, SurfaceWaitOps, "resolve a <kind>:<name> wait target in the extension's scopes", "GH"),
-		h2e(MethodTargetResolve, SurfaceTargets, "resolve a wait target of a declared kind", "SC"),
-
-		// Rendering, authority, segments.
-		served(h2e(MethodEventRender, SurfaceRender, "render an Event of the extension's own families for a prompt", "GH", "SL", "IS")),
-		e2h(MethodEventRenderOwned, SurfaceExecutors, "render an Event through the extension that owns its family", "CC"),
-		e2h(MethodScopeAuthorize, SurfaceAlways, "may one of the extension's scopes read or file in another", "GH"),
-		h2e(MethodSegmentEnded, SurfaceSegmentEnd, "a container segment settled; revoke what was issued for it", "GH"),
-
-		// Executors.
-		served(h2e(MethodExecutorRun, SurfaceExecutors, "start an execution of a Work", usersExec...)),
-		served(h2e(MethodExecutorRecover, SurfaceExecutors, "adopt an execution from its persisted recovery metadata", usersExec...)),
-		served(h2e(MethodExecutorWait, SurfaceExecutors, "observe an execution until it settles (cancel stops observing only)", usersExec...)),
-		h2e(MethodExecutorResume, SurfaceResume, "resume a waiting execution with new input", usersExec...),
-		served(h2e(MethodExecutorInterrupt, SurfaceInterrupt, "interrupt a running execution", usersExec...)),
-		served(h2e(MethodExecutorInject, SurfaceInject, "inject input into a running execution", usersExec...)),
-		served(h2e(MethodExecutorForget, SurfaceForget, "forget an execution's local state", usersExec...)),
-		served(h2e(MethodExecutorStop, SurfaceStop, "stop an execution and answer physical-stop evidence", "SH", "CC")),
-		h2e(MethodExecutorInteractiveLaunch, SurfaceLaunch, "the argv and environment for an operator's interactive launch", "CC", "CX"),
-		h2e(MethodExecutorAttach, SurfaceAttach, "attach the operator to a running session", "CC"),
-		h2e(MethodExecutorContainerAttach, SurfaceContainerAttach, "attach to Work that ran in a container", "CC"),
-		served(h2e(MethodExecutorLive, SurfaceLive, "a running attempt's output so far", "CC")),
-		served(e2h(MethodExecutionPersistRecovery, SurfaceExecutors, "persist an execution's recovery metadata (lease-fenced)", usersExec...)),
-
-		// Workspaces, sandboxes, containers.
-		e2h(MethodResourceAcquire, SurfaceWorkspace, "acquire the binding's workspace for a run", "CC"),
-		e2h(MethodResourceLookup, SurfaceWorkspace, "look up a run's workspace", "CC"),
-		h2e(MethodProviderAcquire, SurfaceResources, "acquire a resource for an owner and mode", "GIT"),
-		h2e(MethodProviderLookup, SurfaceResources, "look up an acquired resource", "GIT"),
-		h2e(MethodProviderReconcile, SurfaceResources, "repair resources against the host's owner status", "GIT"),
-		h2e(MethodProviderSweep, SurfaceSweep, "remove spare resources no release covers", "GIT"),
-		e2h(MethodProviderOwnerStatus, SurfaceResources, "is an owner still live (during reconcile or sweep)", "GIT"),
-		e2h(MethodSandboxPlan, SurfaceExecSandbox, "plan a launch in the run's sandbox", "SH", "CC"),
-		e2h(MethodSandboxAdopt, SurfaceExecSandbox, "adopt a launch under a pinned sandbox plan", "SH", "CC"),
-		e2h(MethodContainerLaunch, SurfaceExecContainer, "launch in the run's container", "SH", "CC"),
-		e2h(MethodContainerAdopt, SurfaceExecContainer, "adopt a container launch after a restart", "SH", "CC"),
-		h2e(MethodSandboxProviderPlan, SurfaceSandboxes, "plan a sandboxed launch for its needs", "SRT"),
-		h2e(MethodSandboxProviderAdopt, SurfaceSandboxes, "adopt a segment under a pinned plan", "SRT"),
-		h2e(MethodContainerProviderPlan, SurfaceContainers, "plan a container for a launch", usersContainr...),
-		h2e(MethodContainerProviderCreate, SurfaceContainers, "create the planned container", usersContainr...),
-		h2e(MethodContainerProviderSignal, SurfaceContainers, "signal a container's process", usersContainr...),
-		h2e(MethodContainerProviderStop, SurfaceContainers, "stop a container", usersContainr...),
-		h2e(MethodContainerProviderInspect, SurfaceContainers, "inspect one container", usersContainr...),
-		h2e(MethodContainerProviderList, SurfaceContainers, "list the provider's containers of this host", usersContainr...),
-		h2e(MethodContainerProviderRemove, SurfaceContainers, "remove a container", usersContainr...),
-		h2e(MethodContainerProviderForward, SurfaceForward, "the address the toolbelt is served on for a container", usersContainr...),
-
-		// Tunnels.
-		h2e(MethodTunnelRun, SurfaceTunnels, "keep the webhook listener exposed (held open for the daemon's life)", "NG", "CF"),
-		e2h(MethodTunnelURL, SurfaceTunnels, "publish the tunnel's current public URL", "NG", "CF"),
-
-		// Storage and state.
-		served(e2h(MethodKVGet, SurfaceAlways, "read one key with its version", usersKV...)),
-		served(e2h(MethodKVList, SurfaceAlways, "list keys of a namespace, with versions", usersKV...)),
-		served(e2h(MethodKVCommit, SurfaceAlways, "apply preconditions, puts, deletes and emissions atomically", usersKV...)),
-		e2h(MethodStateWork, SurfaceAlways, "one Work in the extension's scopes", usersState...),
-		e2h(MethodStateWorks, SurfaceAlways, "Work in the extension's scopes", usersState...),
-		e2h(MethodStateExecutions, SurfaceAlways, "a Work's executions", usersState...),
-		e2h(MethodStateWaits, SurfaceAlways, "a Work's Waits", "HU"),
-		served(e2h(MethodStateEvent, SurfaceAlways, "one Event in the extension's scopes", usersState...)),
-		served(e2h(MethodStateEvents, SurfaceAlways, "a page of Events in the extension's scopes (cursor)", usersState...)),
-		served(e2h(MethodStateWorkEvents, SurfaceAlways, "a page of one Work's Events", usersState...)),
-		served(e2h(MethodStateSequence, SurfaceAlways, "the log's latest sequence", "HU")),
-		served(e2h(MethodStateScopes, SurfaceAlways, "the scopes that use the extension", usersState...)),
-		served(e2h(MethodStateScope, SurfaceAlways, "one scope that uses the extension", usersState...)),
-		e2h(MethodStateTimers, SurfaceAlways, "the extension's timers", "SC", "IS"),
-		served(e2h(MethodEventAccept, SurfaceFamilies, "accept a derived Event of an own family with KV records", "GH", "SC", "IS")),
-		served(e2h(MethodWorkCancel, SurfaceWorkKinds, "cancel Work of an own kind", "IS")),
-		served(e2h(MethodArtifactCreate, SurfaceAlways, "open an artifact writer", "SH", "CC")),
-		served(e2h(MethodArtifactWrite, SurfaceAlways, "write one acknowledged chunk (at most 256 KiB)", "SH", "CC")),
-		served(e2h(MethodArtifactCommit, SurfaceAlways, "commit an artifact", "SH", "CC")),
-		served(e2h(MethodArtifactAbort, SurfaceAlways, "abandon an artifact writer", "SH", "CC")),
-		served(e2h(MethodSecretResolve, SurfaceAlways, "resolve secret names bound to the extension's entries", usersSecrets...)),
-
-		// Background passes, doctor, telemetry.
-		served(h2e(MethodTaskRun, SurfaceTasks, "run one pass of a declared task", usersKV...)),
-		served(h2e(MethodCheckRun, SurfaceChecks, "run a declared doctor check on the configuration view", usersAll...)),
-		h2e(MethodTelemetryExport, SurfaceExporters, "export a telemetry batch (with a deadline)", "PH", "IS"),
-		gated(h2e(MethodTelemetrySink, SurfaceAlways, "receive every named telemetry event", "IS", "PH"), PermissionTelemetrySink),
-		gated(e2h(MethodTelemetryCapture, SurfaceAlways, "record a named telemetry event", "IS", "PH"), PermissionTelemetryCapture),
-
-		// Setup probes and the config host.
-		gated(e2h(MethodProbeList, SurfaceAlways, "list the setup probes the host offers", "GH", "CC"), PermissionProbes),
-		gated(e2h(MethodProbeRun, SurfaceAlways, "run one read-only setup probe (30 s)", "GH", "CC"), PermissionProbes),
-		h2e(MethodProbeServe, SurfaceProbes, "run one of the extension's own probes", "GH", "CC"),
-		gated(e2h(MethodConfigBase, SurfaceAlways, "the committed generation and a handle on its redacted text", "GH"), PermissionConfigRead),
-		gated(e2h(MethodConfigEdit, SurfaceAlways, "one RFC 6902 edit against a handle, answered as a new handle", "GH"), PermissionConfigRead),
-		gated(e2h(MethodConfigValidate, SurfaceAlways, "validate a candidate handle", "GH"), PermissionConfigRead),
-		gated(e2h(MethodConfigTrace, SurfaceAlways, "trace routes against a candidate handle", "GH"), PermissionConfigRead),
-		gated(h2e(MethodConfigCandidate, SurfaceConfigCandidate, "the config changes a Work proposes", "GH"), PermissionConfigRead),
-
-		// Run environment, annotations, actions, panels, setup.
-		served(h2e(MethodRunEnvironment, SurfaceRunEnvironment, "an environment layer for a run of Work", "GH")),
-		h2e(MethodWorkAnnotate, SurfaceAnnotate, "annotate Work in the extension's scopes", "GH"),
-		h2e(MethodWorkActions, SurfaceActions, "the actions offered on a target", "GH", "SL", "HU"),
-		h2e(MethodWorkAct, SurfaceActions, "invoke an action for an operator", "GH", "SL", "HU"),
-		gated(e2h(MethodActionSubmit, SurfaceAlways, "invoke an action for a person the extension identified", "GH", "SL"), PermissionActionSubmit),
-		gated(e2h(MethodActionList, SurfaceAlways, "list the actions offered on a target", "GH", "SL"), PermissionActionSubmit),
-		h2e(MethodViewRender, SurfacePanels, "a panel on a scope or Work page", "HU"),
-		h2e(MethodSetupRun, SurfaceSetup, "run a setup flow with setup.* callbacks", "GH", "SL", "TR"),
-		e2h(MethodSetupPrompt, SurfaceSetup, "ask the operator during setup", "GH", "SL", "TR"),
-		e2h(MethodSetupBrowser, SurfaceSetup, "open a browser during setup", "GH", "SL", "TR"),
-		e2h(MethodSetupSecret, SurfaceSetup, "store a secret during setup", "GH", "SL", "TR"),
-		e2h(MethodSetupLookPath, SurfaceSetup, "find a program on the operator's PATH", "GH", "SL", "TR"),
-		e2h(MethodSetupExec, SurfaceSetup, "run a program for the operator during setup", "GH", "SL", "TR"),
-	}
-})
+// catalogue is every wire method, in the seed's inventory order.
+func catalogue() []Method { return catalogueRows[:] }
 
 // catalogueIndex finds a method by name. It is built on first use, so a
 // process that never looks a method up (an extension) does not build it.

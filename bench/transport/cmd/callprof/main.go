@@ -131,7 +131,8 @@ type ours struct {
 
 func build(work, pkg, name string) (string, error) {
 	out := filepath.Join(work, name, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// The tag gives the extension its profiler (internal/cpuprof).
+	cmd := exec.Command("go", "build", "-tags", "callprof", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr
 	return out, cmd.Run()

@@ -1,29 +1,10 @@
-// Package cpuprof lets a benchmark extension profile itself: when
+// Package cpuprof lets a benchmark extension profile itself: when it is
+// built with the callprof tag (cmd/callprof builds it so) and
 // CALLPROF_CPUPROFILE names a file, Start writes a CPU profile there until
-// the returned stop runs. The host passes the variable (cmd/callprof).
+// the returned stop runs. Without the tag Start does nothing and the
+// extension carries no profiler, so the binary transportbench measures is
+// the SDK's own size, not the SDK's plus runtime/pprof and its gzip.
 package cpuprof
-
-import (
-	"os"
-	"runtime/pprof"
-)
 
 // Env names the profile's file.
 const Env = "CALLPROF_CPUPROFILE"
-
-// Start begins profiling when Env is set, and returns what ends it.
-func Start() (stop func()) {
-	path := os.Getenv(Env)
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return func() {}
-	}
-	if pprof.StartCPUProfile(f) != nil {
-		f.Close()
-		return func() {}
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
-}
