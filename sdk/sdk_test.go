@@ -1,7 +1,10 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -315,5 +318,53 @@ func TestVersionNegotiationRefusesNoCommonVersion(t *testing.T) {
 	err := conn.Call(context.Background(), protocol.MethodInitialize, protocol.InitializeParams{ProtocolVersions: []int{7, 9}}, nil)
 	if !errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestArtifactDigestCoversEveryChunkInOrder writes an artifact in pieces
+// that make chunks hashed aside (256 KiB, and the 64 KiB tail of a piece)
+// and chunks hashed in line (a few bytes, 1 KiB): the host checks the
+// digest against the bytes it received, so a chunk hashed twice, skipped or
+// out of order fails the commit. Negative control: the same bytes with one
+// piece swapped commit to a different digest.
+func TestArtifactDigestCoversEveryChunkInOrder(t *testing.T) {
+	pieces := [][]byte{
+		bytes.Repeat([]byte("a"), 3),
+		bytes.Repeat([]byte("b"), 320<<10),
+		bytes.Repeat([]byte("c"), 1<<10),
+		bytes.Repeat([]byte("d"), 256<<10),
+		bytes.Repeat([]byte("e"), 7),
+	}
+	commit := func(pieces [][]byte) (sdk.ArtifactCommitResult, error) {
+		var res sdk.ArtifactCommitResult
+		x := kvExtension(nil, func(ctx context.Context, h *sdk.Host) error {
+			w, err := h.Artifact(ctx, sdk.ArtifactCreateParams{Name: "out"})
+			if err != nil {
+				return err
+			}
+			for _, p := range pieces {
+				if _, err := w.Write(p); err != nil {
+					return err
+				}
+			}
+			res, err = w.Commit()
+			return err
+		})
+		h := sdktest.New(t, x)
+		_, err := sdktest.Call[struct{}](context.Background(), h, "notes.run", struct{}{})
+		return res, err
+	}
+	res, err := commit(pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(bytes.Join(pieces, nil))
+	if res.Digest != hex.EncodeToString(sum[:]) || res.Size != int64(len(bytes.Join(pieces, nil))) {
+		t.Fatalf("committed %d bytes with digest %s, want %x", res.Size, res.Digest, sum)
+	}
+	swapped := [][]byte{pieces[0], pieces[3], pieces[2], pieces[1], pieces[4]}
+	other, err := commit(swapped)
+	if err != nil || other.Digest == res.Digest {
+		t.Fatalf("the swapped pieces committed %q (%v), the same digest as in order", other.Digest, err)
 	}
 }
