@@ -40,7 +40,7 @@ func (r *readCounter) Close() error { return r.f.Close() }
 type polledReader struct{ *readCounter }
 
 func (r polledReader) SyscallConn() (syscall.RawConn, error) { return r.f.SyscallConn() }
-func (r polledReader) SetReadDeadline(t time.Time) error    { return r.f.SetReadDeadline(t) }
+func (r polledReader) SetReadDeadline(t time.Time) error     { return r.f.SetReadDeadline(t) }
 
 // TestAPolledPipeIsReadDirectlyAndItsEndThroughRead serves calls sent one
 // at a time, one of them longer than a direct read takes at once, over a
