@@ -363,7 +363,9 @@ func manifestDecodeError(err error) error {
 
 // Marshal encodes the manifest as compact, deterministic JSON.
 func (m *Manifest) Marshal() ([]byte, error) {
-	return json.Marshal(m, json.Deterministic(true))
+	// AppendJSON writes json.Marshal's bytes; a manifest has no map for
+	// json.Deterministic to order.
+	return m.AppendJSON(nil)
 }
 
 // MarshalIndent encodes the manifest for a file a person reads.
@@ -381,7 +383,7 @@ func (m *Manifest) MarshalIndent() ([]byte, error) {
 // are SemanticallyEqual exactly when both forms exist and are the same bytes,
 // so a caller comparing one manifest with many can keep its form.
 func (m *Manifest) Canonical() ([]byte, error) {
-	b, err := json.Marshal(m, json.Deterministic(true))
+	b, err := m.Marshal()
 	if err != nil {
 		return nil, err
 	}
