@@ -53,15 +53,25 @@ type Crash struct {
 	File string `json:"file"`
 }
 
-// Pattern is n deterministic bytes.
+// patternBlock is the block Pattern repeats: xorshift bytes, so the data
+// has no run json or base64 could shortcut.
+const patternBlock = 64 << 10
+
+// Pattern is n deterministic bytes: a 64 KiB block of xorshift bytes
+// repeated. Every extension makes its upload's data in the timed call, so
+// the data is made fast: byte by byte, 16 MiB took about 34 ms, a third of
+// an upload's time, in every transport alike; repeated, it takes a copy.
 func Pattern(n int) []byte {
 	b := make([]byte, n)
 	x := uint32(2463534242)
-	for i := range b {
+	for i := range b[:min(n, patternBlock)] {
 		x ^= x << 13
 		x ^= x >> 17
 		x ^= x << 5
 		b[i] = byte(x)
+	}
+	for done := patternBlock; done < n; done *= 2 {
+		copy(b[done:], b[:done])
 	}
 	return b
 }
