@@ -279,13 +279,47 @@ func decodeResult(data []byte, v any) error {
 // protocol.ErrTransport; when ctx ends first, Call sends $/cancel and returns
 // ctx's error at once.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	id, w, err := c.send(ctx, method, params, result)
+	if err != nil {
+		return err
+	}
+	return c.await(ctx, id, w)
+}
+
+// Pending is a request sent whose answer has not been taken yet.
+type Pending struct {
+	c   *Conn
+	ctx context.Context
+	id  int64
+	w   *waiter
+}
+
+// Start sends a request and returns once it is written, without waiting for
+// its answer: a caller keeps the next request going out while the peer
+// works on this one. Each Pending must be waited for exactly once. Errors
+// are Call's: those of sending are Start's, the rest Wait's.
+func (c *Conn) Start(ctx context.Context, method string, params, result any) (*Pending, error) {
+	id, w, err := c.send(ctx, method, params, result)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{c: c, ctx: ctx, id: id, w: w}, nil
+}
+
+// Wait waits for the answer and decodes its result into the result Start
+// was given, as Call does; when Start's ctx ends first, it sends $/cancel
+// and returns ctx's error at once.
+func (p *Pending) Wait() error { return p.c.await(p.ctx, p.id, p.w) }
+
+// send writes a request and registers the waiter its answer goes to.
+func (c *Conn) send(ctx context.Context, method string, params, result any) (int64, *waiter, error) {
 	releaseReader(ctx)
 	id := c.out.lastID.Add(1)
 	buf := getFrame()
 	defer putFrame(buf)
 	frame, err := c.encodeRequest(buf, method, id, params)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	w := getWaiter(method, result)
 	var now time.Duration
@@ -297,15 +331,21 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	}
 	if err := c.out.add(id, w, now); err != nil {
 		putWaiter(w)
-		return c.transportError(method, err)
+		return 0, nil, c.transportError(method, err)
 	}
 	if err := c.writeLine(ctx, append(frame, '\n')); err != nil {
 		if c.out.take(id) == nil {
 			<-w.done
 		}
 		putWaiter(w)
-		return c.sendError(ctx, method, err)
+		return 0, nil, c.sendError(ctx, method, err)
 	}
+	return id, w, nil
+}
+
+// await waits for request id's answer in w; when ctx ends first, it sends
+// $/cancel and returns ctx's error at once.
+func (c *Conn) await(ctx context.Context, id int64, w *waiter) error {
 	select {
 	case <-w.done:
 		return c.finish(w)
