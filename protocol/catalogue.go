@@ -326,7 +326,7 @@ var catalogueRows = [...]Method{
 	{Name: MethodEventAccept, Direction: ExtensionToHost, Surface: SurfaceFamilies, Users: []string{"GH", "SC", "IS"}, Summary: "accept a derived Event of an own family with KV records", Served: true},
 	{Name: MethodWorkCancel, Direction: ExtensionToHost, Surface: SurfaceWorkKinds, Users: []string{"IS"}, Summary: "cancel Work of an own kind", Served: true},
 	{Name: MethodArtifactCreate, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "open an artifact writer", Served: true},
-	{Name: MethodArtifactWrite, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "write one acknowledged chunk (at most 256 KiB)", Served: true},
+	{Name: MethodArtifactWrite, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "write one acknowledged chunk (at most 256 KiB; up to `artifact_window` in flight)", Served: true},
 	{Name: MethodArtifactCommit, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "commit an artifact", Served: true},
 	{Name: MethodArtifactAbort, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: []string{"SH", "CC"}, Summary: "abandon an artifact writer", Served: true},
 	{Name: MethodSecretResolve, Direction: ExtensionToHost, Surface: SurfaceAlways, Users: usersSecrets, Summary: "resolve secret names bound to the extension's entries", Served: true},

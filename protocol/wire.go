@@ -12,9 +12,18 @@ const (
 	// MaxMessageBytes caps one JSON-RPC message (one line). A longer line is a
 	// protocol error that closes the connection.
 	MaxMessageBytes = 16 << 20
-	// MaxChunkBytes caps one artifact chunk; each is acknowledged before the
-	// next is sent, which is the stream's backpressure.
+	// MaxChunkBytes caps one artifact chunk. Each is acknowledged: the
+	// chunks of one artifact an extension has sent and not yet seen
+	// answered are at most the host's InitializeParams.ArtifactWindow (one
+	// when the host names none), which is the stream's backpressure.
 	MaxChunkBytes = 256 << 10
+	// ArtifactWindow is the window this tree's hosts announce: the next
+	// chunk may go out while one is being answered, so the extension
+	// encodes and sends while the host decodes and stores.
+	ArtifactWindow = 2
+	// ArtifactAheadWaitMillis bounds how long a host holds a chunk that
+	// arrived ahead of the bytes written for the chunks before it.
+	ArtifactAheadWaitMillis = 5000
 	// MaxInflight caps the requests one side serves at once; the next is
 	// answered overloaded at once, without pausing the reader.
 	MaxInflight = 64
@@ -52,6 +61,11 @@ type InitializeParams struct {
 	ContainerDirs map[string]string `json:"container_dirs,omitempty"`
 	// ContainerHost is the host's container label.
 	ContainerHost string `json:"container_host,omitempty"`
+	// ArtifactWindow is how many chunks of one artifact the extension may
+	// have sent and not yet seen answered; 0 means 1. A host that announces
+	// more applies each artifact's chunks in offset order, holding one that
+	// arrives ahead of the bytes before it (ArtifactAheadWaitMillis).
+	ArtifactWindow int `json:"artifact_window,omitempty"`
 }
 
 // InitializeResult is the extension's answer: the version it picked and its

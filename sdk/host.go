@@ -25,6 +25,8 @@ type Host struct {
 
 	mu       sync.Mutex
 	stateDir string
+	// window is the artifact window initialize announced (1 when none).
+	window int
 }
 
 func newHost(name string) *Host { return &Host{name: name, ready: make(chan struct{})} }
@@ -55,10 +57,19 @@ func (h *Host) StateDir() string {
 	return h.stateDir
 }
 
-func (h *Host) setStateDir(dir string) {
+// initialized records what initialize told the extension.
+func (h *Host) initialized(p protocol.InitializeParams) {
 	h.mu.Lock()
-	h.stateDir = dir
+	h.stateDir = p.StateDir
+	h.window = max(1, min(p.ArtifactWindow, protocol.ArtifactWindow))
 	h.mu.Unlock()
+}
+
+// artifactWindow is how many chunks of one artifact may be unanswered.
+func (h *Host) artifactWindow() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return max(1, h.window)
 }
 
 // Call sends any host method by name: the escape hatch for methods this
@@ -216,7 +227,7 @@ func (h *Host) Artifact(ctx context.Context, p ArtifactCreateParams) (*ArtifactW
 	if err != nil {
 		return nil, err
 	}
-	return &ArtifactWriter{h: h, ctx: ctx, id: r.Artifact, sum: sha256.New()}, nil
+	return &ArtifactWriter{h: h, ctx: ctx, id: r.Artifact, sum: sha256.New(), window: h.artifactWindow()}, nil
 }
 
 // ArtifactWriter writes one artifact. It is an io.Writer; call Commit (or
@@ -228,6 +239,20 @@ type ArtifactWriter struct {
 	offset int64
 	sum    hash.Hash
 	err    error
+	// window is the host's artifact window: with 2, a chunk stays in
+	// flight while the next is encoded and sent.
+	window int
+	// inflight is the chunk sent and not yet answered, if any; held is
+	// its bytes, copied, for a resend after a reentrant_call refusal.
+	inflight *sentChunk
+	held     []byte
+}
+
+// sentChunk is one artifact.write sent and not yet answered.
+type sentChunk struct {
+	pending *jsonrpc.Pending
+	cancel  context.CancelFunc
+	params  protocol.ArtifactWriteParams
 }
 
 // ID names the artifact.
@@ -237,12 +262,16 @@ func (w *ArtifactWriter) ID() string { return w.id }
 // while it travels: a smaller one costs less to hash than to hand over.
 const hashAsideFrom = 16 << 10
 
-// Write sends p in chunks, each acknowledged before the next. A large
-// chunk is hashed while it is encoded, sent and acknowledged, instead of
-// after: the writer waits for the host anyway, and on two cores the digest
-// then costs the upload nothing (16 MiB in 256 KiB chunks went 133 -> 150
-// MiB/s). The digest still takes the chunks in order, each before the next
-// is sent.
+// Write sends p in chunks of at most protocol.MaxChunkBytes, each
+// acknowledged by the host. When the host announces an artifact window of
+// two (the daemon does), a chunk is left in flight while the next is
+// encoded and sent, so the host decodes and stores one while the extension
+// prepares the next: Write then returns once its last chunk is sent, and
+// the next Write, Commit or Abort waits for that chunk's answer and reports
+// its error. Otherwise each chunk is answered before the next goes out. A
+// large chunk is hashed on a goroutine of its own while it travels (on two
+// cores the digest then costs the upload nothing); the digest still takes
+// the chunks in order.
 func (w *ArtifactWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
@@ -259,13 +288,17 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 				close(hashed)
 			}()
 		}
-		_, err := invoke(w.ctx, w.h, protocol.ArtifactWrite,
-			protocol.ArtifactWriteParams{Artifact: w.id, Offset: w.offset, Data: chunk})
+		params := protocol.ArtifactWriteParams{Artifact: w.id, Offset: w.offset, Data: chunk}
+		var err error
+		if w.window > 1 {
+			err = w.sendBehind(params)
+		} else {
+			_, err = invoke(w.ctx, w.h, protocol.ArtifactWrite, params)
+		}
 		if hashed != nil {
 			<-hashed
 		}
 		if err != nil {
-			w.err = fmt.Errorf("artifact %s at %d: %w", w.id, w.offset, err)
 			return written, w.err
 		}
 		if hashed == nil {
@@ -275,12 +308,76 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 		written += n
 		p = p[n:]
 	}
+	if c := w.inflight; c != nil {
+		// The caller may reuse p once Write returns.
+		w.held = append(w.held[:0], c.params.Data...)
+		c.params.Data = w.held
+	}
 	return written, nil
+}
+
+// sendBehind sends params, then waits for the chunk sent before it, so one
+// is always in flight; on an error it records it in w.err, with the chunk
+// sent abandoned.
+func (w *ArtifactWriter) sendBehind(params protocol.ArtifactWriteParams) error {
+	ctx, cancel := context.WithCancel(w.ctx)
+	pending, err := w.h.conn().Start(ctx, protocol.MethodArtifactWrite, params, nil)
+	if err != nil {
+		cancel()
+		w.abandon()
+		return w.fail(params.Offset, err)
+	}
+	if err := w.settle(); err != nil {
+		cancel()
+		_ = pending.Wait()
+		return err
+	}
+	w.inflight = &sentChunk{pending: pending, cancel: cancel, params: params}
+	return nil
+}
+
+// settle waits for the chunk in flight, if any, sending it again while the
+// host refuses it reentrant_call as every host call is (Host.call); its
+// error is recorded in w.err.
+func (w *ArtifactWriter) settle() error {
+	c := w.inflight
+	if c == nil {
+		return nil
+	}
+	w.inflight = nil
+	err := c.pending.Wait()
+	c.cancel()
+	if errors.Is(err, protocol.ErrReentrantCall) && !inTransaction(w.ctx) {
+		err = w.h.call(w.ctx, protocol.MethodArtifactWrite, c.params, nil)
+	}
+	if err != nil {
+		return w.fail(c.params.Offset, err)
+	}
+	return nil
+}
+
+// abandon gives up the chunk in flight, if any: the host is told to stop
+// holding it ($/cancel), and its answer is not waited for.
+func (w *ArtifactWriter) abandon() {
+	if c := w.inflight; c != nil {
+		w.inflight = nil
+		c.cancel()
+		_ = c.pending.Wait()
+	}
+}
+
+// fail records the error of the chunk at offset and returns it.
+func (w *ArtifactWriter) fail(offset int64, err error) error {
+	w.err = fmt.Errorf("artifact %s at %d: %w", w.id, offset, err)
+	return w.err
 }
 
 // Commit commits the artifact, checked against the digest of every byte
 // written.
 func (w *ArtifactWriter) Commit() (ArtifactCommitResult, error) {
+	if w.err == nil {
+		_ = w.settle()
+	}
 	if w.err != nil {
 		return ArtifactCommitResult{}, w.err
 	}
@@ -290,6 +387,7 @@ func (w *ArtifactWriter) Commit() (ArtifactCommitResult, error) {
 
 // Abort abandons the artifact.
 func (w *ArtifactWriter) Abort() error {
+	w.abandon()
 	_, err := invoke(context.WithoutCancel(w.ctx), w.h, protocol.ArtifactAbort,
 		protocol.ArtifactAbortParams{Artifact: w.id})
 	return err

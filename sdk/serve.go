@@ -145,7 +145,7 @@ func (s *server) initialize(_ context.Context, p protocol.InitializeParams) (pro
 	if err != nil {
 		return protocol.InitializeResult{}, err
 	}
-	s.host.setStateDir(p.StateDir)
+	s.host.initialized(p)
 	s.initialized.Store(true)
 	return protocol.InitializeResult{ProtocolVersion: v, Manifest: *s.x.Manifest}, nil
 }

@@ -20,6 +20,7 @@
 package artifacts
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -40,6 +41,9 @@ type Store struct {
 	db  *pebblekv.DB
 	dir string
 	now func() time.Time
+	// aheadWait bounds how long Write holds a chunk that arrived ahead of
+	// the bytes written (protocol.ArtifactAheadWaitMillis).
+	aheadWait time.Duration
 
 	mu     sync.Mutex
 	open   map[string]*writer
@@ -48,12 +52,17 @@ type Store struct {
 
 // writer is one open artifact: its partial file and what was written.
 type writer struct {
-	mu   sync.Mutex
-	rec  pebblekv.Artifact
-	f    *os.File
-	sum  hash.Hash
-	size int64
-	done bool
+	mu sync.Mutex
+	// moved is closed, and replaced, whenever size grows or done is set:
+	// a chunk that arrived ahead waits on it.
+	moved chan struct{}
+	// ahead counts the chunks waiting on moved.
+	ahead int
+	rec   pebblekv.Artifact
+	f     *os.File
+	sum   hash.Hash
+	size  int64
+	done  bool
 }
 
 // Open makes a store in dir (created 0700 with its sha256 and tmp
@@ -64,7 +73,7 @@ func Open(db *pebblekv.DB, dir string) (*Store, error) {
 			return nil, fmt.Errorf("creating the artifact directory %s: %w", d, err)
 		}
 	}
-	s := &Store{db: db, dir: dir, now: time.Now, open: map[string]*writer{}}
+	s := &Store{db: db, dir: dir, now: time.Now, aheadWait: protocol.ArtifactAheadWaitMillis * time.Millisecond, open: map[string]*writer{}}
 	if err := s.clearTmp(); err != nil {
 		return nil, err
 	}
@@ -145,7 +154,7 @@ func (s *Store) Create(pkg string, p protocol.ArtifactCreateParams) (protocol.Ar
 	if err != nil {
 		return protocol.ArtifactCreateResult{}, fmt.Errorf("artifact.create: opening its file: %w", err)
 	}
-	s.open[rec.ID] = &writer{rec: rec, f: f, sum: sha256.New()}
+	s.open[rec.ID] = &writer{rec: rec, f: f, sum: sha256.New(), moved: make(chan struct{})}
 	return protocol.ArtifactCreateResult{Artifact: rec.ID}, nil
 }
 
@@ -173,8 +182,12 @@ func (s *Store) writerOf(pkg, id, method string) (*writer, error) {
 }
 
 // Write appends one chunk at p.Offset, which must be the bytes written so
-// far.
-func (s *Store) Write(pkg string, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+// far. The host announces protocol.ArtifactWindow, so the next chunk may
+// arrive, and be served on another goroutine, while one is still being
+// written: a chunk ahead of the bytes written waits for the chunks before
+// it, until ctx ends or for at most the store's bound, and then lands or is
+// refused conflict as any chunk at the wrong offset is.
+func (s *Store) Write(ctx context.Context, pkg string, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 	if err := protocol.CheckArtifactChunk(p); err != nil {
 		return protocol.ArtifactWriteResult{}, err
 	}
@@ -184,6 +197,9 @@ func (s *Store) Write(pkg string, p protocol.ArtifactWriteParams) (protocol.Arti
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.awaitOffset(ctx, p.Offset, s.aheadWait); err != nil {
+		return protocol.ArtifactWriteResult{}, err
+	}
 	switch {
 	case w.done:
 		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact.write: artifact %q is not open any more", p.Artifact)
@@ -198,7 +214,42 @@ func (s *Store) Write(pkg string, p protocol.ArtifactWriteParams) (protocol.Arti
 	}
 	w.sum.Write(p.Data)
 	w.size += int64(len(p.Data))
+	w.signal()
 	return protocol.ArtifactWriteResult{Size: w.size}, nil
+}
+
+// awaitOffset waits (w.mu held, and let go while it waits) until the bytes
+// written reach offset, the writer is done, bound has passed or ctx ends;
+// only the last is an error.
+func (w *writer) awaitOffset(ctx context.Context, offset int64, bound time.Duration) error {
+	if w.done || offset <= w.size {
+		return nil
+	}
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	w.ahead++
+	defer func() { w.ahead-- }()
+	for !w.done && offset > w.size {
+		moved := w.moved
+		w.mu.Unlock()
+		select {
+		case <-moved:
+		case <-timer.C:
+			w.mu.Lock()
+			return nil
+		case <-ctx.Done():
+			w.mu.Lock()
+			return protocol.Errorf(protocol.ErrCancelled, "artifact.write: artifact %s: the chunk at offset %d was cancelled while it waited for the bytes before it", w.rec.ID, offset)
+		}
+		w.mu.Lock()
+	}
+	return nil
+}
+
+// signal wakes every chunk waiting on w (w.mu held).
+func (w *writer) signal() {
+	close(w.moved)
+	w.moved = make(chan struct{})
 }
 
 // Commit moves a writer's bytes into the content-addressed store and
@@ -302,7 +353,10 @@ func (s *Store) drop(w *writer) {
 
 // forget removes w from the open writers; w.mu is held.
 func (s *Store) forget(w *writer) {
-	w.done = true
+	if !w.done {
+		w.done = true
+		w.signal()
+	}
 	s.mu.Lock()
 	delete(s.open, w.rec.ID)
 	s.mu.Unlock()
@@ -310,7 +364,10 @@ func (s *Store) forget(w *writer) {
 
 // discard closes and removes w's partial file; w.mu is held.
 func (w *writer) discard(dir string) {
-	w.done = true
+	if !w.done {
+		w.done = true
+		w.signal()
+	}
 	if w.f != nil {
 		w.f.Close()
 		w.f = nil

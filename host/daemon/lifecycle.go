@@ -88,7 +88,7 @@ func (d *Daemon) startOne(ctx context.Context, x *extension, passEnv []string) {
 		Self:             d.opts.Self,
 		Host:             svc.Table(),
 		HostInfo:         protocol.HostInfo{Name: "open-conduit", Version: d.opts.Version},
-		Initialize:       protocol.InitializeParams{ConfigDir: d.dirs.Config},
+		Initialize:       protocol.InitializeParams{ConfigDir: d.dirs.Config, ArtifactWindow: protocol.ArtifactWindow},
 		Configure:        func() protocol.ConfigureParams { return d.configureParams(m) },
 		Configured:       d.configured(m),
 		Logger:           d.logger,

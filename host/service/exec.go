@@ -21,11 +21,11 @@ func (s *Service) artifactCreate(_ context.Context, p protocol.ArtifactCreatePar
 	return res, s.refuseCoded(err)
 }
 
-func (s *Service) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+func (s *Service) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 	if s.deps.Artifacts == nil {
 		return protocol.ArtifactWriteResult{}, errNoArtifacts()
 	}
-	res, err := s.deps.Artifacts.Write(s.name, p)
+	res, err := s.deps.Artifacts.Write(ctx, s.name, p)
 	return res, s.refuseCoded(err)
 }
 

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -36,8 +37,11 @@ type Artifact struct {
 
 	// parts are the chunks as received; Data is assembled on read, so a
 	// large upload costs no reallocation per chunk.
-	parts  [][]byte
-	size   int64
+	parts [][]byte
+	size  int64
+	// moved is closed, and replaced, when size grows or the artifact ends:
+	// a chunk that arrived ahead of the bytes before it waits on it.
+	moved  chan struct{}
 	sum    hash.Hash
 	digest string
 }
@@ -67,17 +71,24 @@ func (h *Host) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams
 	}
 	h.nextID++
 	id := fmt.Sprintf("a_%026d", h.nextID)
-	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, MediaType: p.MediaType, Execution: p.Execution, Work: work, sum: sha256.New()}
+	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, MediaType: p.MediaType, Execution: p.Execution, Work: work, sum: sha256.New(), moved: make(chan struct{})}
 	return protocol.ArtifactCreateResult{Artifact: id}, nil
 }
 
-func (h *Host) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+func (h *Host) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 	if err := protocol.CheckArtifactChunk(p); err != nil {
 		return protocol.ArtifactWriteResult{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	a, ok := h.artifacts[p.Artifact]
+	if ok {
+		// It announces protocol.ArtifactWindow, as the daemon does: a
+		// chunk ahead of the bytes written waits for those before it.
+		if err := h.awaitOffset(ctx, a, p.Offset); err != nil {
+			return protocol.ArtifactWriteResult{}, err
+		}
+	}
 	if !ok || a.Committed || a.Aborted {
 		return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrNotFound, "artifact %q is not open", p.Artifact)
 	}
@@ -88,7 +99,40 @@ func (h *Host) artifactWrite(_ context.Context, p protocol.ArtifactWriteParams) 
 	a.sum.Write(p.Data)
 	a.size += int64(len(p.Data))
 	a.Chunks++
+	a.signal()
 	return protocol.ArtifactWriteResult{Size: a.size}, nil
+}
+
+// awaitOffset waits (h.mu held, and let go while it waits) until a's bytes
+// reach offset, a ends, the daemon's bound passes (then the caller refuses
+// the chunk conflict) or ctx ends (cancelled).
+func (h *Host) awaitOffset(ctx context.Context, a *Artifact, offset int64) error {
+	if offset <= a.size || a.Committed || a.Aborted {
+		return nil
+	}
+	timer := time.NewTimer(protocol.ArtifactAheadWaitMillis * time.Millisecond)
+	defer timer.Stop()
+	for offset > a.size && !a.Committed && !a.Aborted {
+		moved := a.moved
+		h.mu.Unlock()
+		select {
+		case <-moved:
+		case <-timer.C:
+			h.mu.Lock()
+			return nil
+		case <-ctx.Done():
+			h.mu.Lock()
+			return protocol.Errorf(protocol.ErrCancelled, "artifact.write: artifact %s: the chunk at offset %d was cancelled while it waited for the bytes before it", a.ID, offset)
+		}
+		h.mu.Lock()
+	}
+	return nil
+}
+
+// signal wakes every chunk waiting on a (h.mu held).
+func (a *Artifact) signal() {
+	close(a.moved)
+	a.moved = make(chan struct{})
 }
 
 func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
@@ -106,14 +150,16 @@ func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams
 		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
 	}
 	a.Committed, a.digest = true, digest
+	a.signal()
 	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: digest}, nil
 }
 
 func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) (struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed {
+	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed && !a.Aborted {
 		a.Aborted = true
+		a.signal()
 	}
 	return struct{}{}, nil
 }

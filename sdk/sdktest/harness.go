@@ -265,6 +265,7 @@ func (h *Harness) handshake(cfg *config) error {
 		ProtocolVersions: protocol.Versions,
 		Host:             protocol.HostInfo{Name: "sdktest", Version: "0"},
 		StateDir:         h.stateDir,
+		ArtifactWindow:   protocol.ArtifactWindow,
 	})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)

@@ -1,6 +1,6 @@
 // Command callprof takes the call path apart: it runs only the echo
 // workloads (sequential, or callers at once) over ours and over the library
-// alone, and reports per call what each side spent: CPU time, context
+// alone, or ours's 16 MiB uploads, and reports per call what each side spent: CPU time, context
 // switches and, with -profile, a CPU profile of the host side here and of
 // the extension side (the extensions read CALLPROF_CPUPROFILE). Where
 // transportbench says how fast, this says where the time goes.
@@ -36,12 +36,13 @@ const profileEnv = cpuprof.Env
 
 func main() {
 	var (
-		mode    = flag.String("mode", "concurrent", "concurrent or echo")
+		mode    = flag.String("mode", "concurrent", "concurrent, echo, or upload (ours only: 16 MiB artifacts, a call each)")
 		which   = flag.String("which", "ours,library", "transports, in order")
 		workers = flag.Int("workers", 32, "callers at once (concurrent)")
 		per     = flag.Int("per", 50, "calls per caller per batch (concurrent)")
 		batches = flag.Int("batches", 40, "batches of workers × per (concurrent)")
-		echoes  = flag.Int("echoes", 5000, "sequential echoes (echo)")
+		echoes  = flag.Int("echoes", 5000, "sequential echoes (echo), or uploads (upload)")
+		chunk   = flag.Int("chunk", 256<<10, "chunk bytes (upload)")
 		profile = flag.String("profile", "", "a directory for host-NAME.pprof and ext-NAME.pprof")
 	)
 	flag.Parse()
@@ -74,6 +75,17 @@ func main() {
 		calls := 0
 		var lat []time.Duration
 		switch *mode {
+		case "upload":
+			u, ok := t.(uploader)
+			if !ok {
+				check(fmt.Errorf("%s has no upload mode", name))
+			}
+			for i := 0; i < *echoes; i++ {
+				check(u.upload(uploadBytes, *chunk))
+			}
+			calls = *echoes
+			fmt.Printf("%-8s upload: %.1f MiB/s in %d-byte chunks\n", name,
+				float64(calls*uploadBytes)/(1<<20)/time.Since(start).Seconds(), *chunk)
 		case "echo":
 			lat = make([]time.Duration, 0, *echoes)
 			for i := 0; i < *echoes; i++ {
@@ -113,6 +125,14 @@ func main() {
 		fmt.Printf("\n  host: %s\n  ext:  %s\n", host.per(calls), ext.per(calls))
 	}
 	fmt.Fprintf(os.Stderr, "load %s", loadavg())
+}
+
+// uploadBytes is the size of one upload: transportbench's artifact.
+const uploadBytes = 16 << 20
+
+// uploader is a transport that can also upload an artifact.
+type uploader interface {
+	upload(bytes, chunk int) error
 }
 
 // transport is one running extension and a way to echo through it.
@@ -160,11 +180,12 @@ func startOurs(work, profile string) (transport, error) {
 		environ = append(environ, profileEnv+"="+filepath.Join(profile, "ext-ours.pprof"))
 	}
 	s, err := session.Start(context.Background(), session.Package{Dir: dir, Manifest: m}, session.Options{
-		Host:     jsonrpc.NewTable(),
-		HostInfo: protocol.HostInfo{Name: "callprof", Version: "1"},
-		Backoff:  session.Backoff{Min: time.Hour},
-		Environ:  environ,
-		PassEnv:  []string{profileEnv},
+		Host:       artifactTable(),
+		Initialize: protocol.InitializeParams{ArtifactWindow: protocol.ArtifactWindow},
+		HostInfo:   protocol.HostInfo{Name: "callprof", Version: "1"},
+		Backoff:    session.Backoff{Min: time.Hour},
+		Environ:    environ,
+		PassEnv:    []string{profileEnv},
 	})
 	if err != nil {
 		return nil, err
@@ -191,6 +212,74 @@ func (o *ours) echo() error {
 		return fmt.Errorf("answered %q", out.Text)
 	}
 	return nil
+}
+
+func (o *ours) upload(bytes, chunk int) error {
+	data, err := json.Marshal(workload.Upload{Bytes: bytes, Chunk: chunk})
+	if err != nil {
+		return err
+	}
+	var res protocol.OperationCallResult
+	if err := o.s.Call(context.Background(), protocol.MethodOperationCall, protocol.OperationCallParams{
+		Operation: "bench.upload", Input: protocol.Payload{Data: data},
+	}, &res); err != nil {
+		return err
+	}
+	var out workload.Uploaded
+	if err := json.Unmarshal(res.Output.Data, &out); err != nil {
+		return err
+	}
+	if out.Size != int64(bytes) {
+		return fmt.Errorf("uploaded %d bytes of %d", out.Size, bytes)
+	}
+	return nil
+}
+
+// artifactTable serves the artifact methods as transportbench's host does:
+// each write's offset checked and its bytes counted, not kept.
+func artifactTable() *jsonrpc.Table {
+	var (
+		mu      sync.Mutex
+		written int64
+		// moved is closed, and replaced, when written grows: a chunk that
+		// arrives ahead (the host announces the artifact window) waits.
+		moved = make(chan struct{})
+	)
+	t := jsonrpc.NewTable()
+	jsonrpc.Handle(t, protocol.MethodArtifactCreate, func(context.Context, protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		written = 0
+		return protocol.ArtifactCreateResult{Artifact: "a1"}, nil
+	})
+	jsonrpc.Handle(t, protocol.MethodArtifactWrite, func(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for p.Offset > written {
+			ch := moved
+			mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				mu.Lock()
+				return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrCancelled, "offset %d cancelled", p.Offset)
+			}
+			mu.Lock()
+		}
+		if p.Offset != written {
+			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "offset %d, have %d", p.Offset, written)
+		}
+		written += int64(len(p.Data))
+		close(moved)
+		moved = make(chan struct{})
+		return protocol.ArtifactWriteResult{Size: written}, nil
+	})
+	jsonrpc.Handle(t, protocol.MethodArtifactCommit, func(context.Context, protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return protocol.ArtifactCommitResult{Artifact: "a1", Size: written}, nil
+	})
+	return t
 }
 
 func (o *ours) pid() int { return o.s.Status().PID }

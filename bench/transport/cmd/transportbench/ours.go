@@ -34,11 +34,15 @@ func (r *oursRunner) name() string { return "ours" }
 type benchHost struct {
 	mu      sync.Mutex
 	written int64
-	stamps  *stamps
+	// moved is closed, and replaced, when written grows: it announces
+	// the daemon's artifact window, so a chunk may arrive, and be served,
+	// while the one before it is still being written, and waits for it.
+	moved  chan struct{}
+	stamps *stamps
 }
 
 func newBenchHost() *benchHost {
-	return &benchHost{stamps: newStamps()}
+	return &benchHost{stamps: newStamps(), moved: make(chan struct{})}
 }
 
 func (h *benchHost) table() *jsonrpc.Table {
@@ -59,13 +63,26 @@ func (h *benchHost) table() *jsonrpc.Table {
 		h.mu.Unlock()
 		return protocol.ArtifactCreateResult{Artifact: "a1"}, nil
 	})
-	jsonrpc.Handle(t, protocol.MethodArtifactWrite, func(_ context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+	jsonrpc.Handle(t, protocol.MethodArtifactWrite, func(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		for p.Offset > h.written {
+			moved := h.moved
+			h.mu.Unlock()
+			select {
+			case <-moved:
+			case <-ctx.Done():
+				h.mu.Lock()
+				return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrCancelled, "offset %d cancelled", p.Offset)
+			}
+			h.mu.Lock()
+		}
 		if p.Offset != h.written {
 			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "offset %d, have %d", p.Offset, h.written)
 		}
 		h.written += int64(len(p.Data))
+		close(h.moved)
+		h.moved = make(chan struct{})
 		return protocol.ArtifactWriteResult{Size: h.written}, nil
 	})
 	jsonrpc.Handle(t, protocol.MethodArtifactCommit, func(context.Context, protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
@@ -95,10 +112,11 @@ func (r *oursRunner) pkg(bin string) (session.Package, error) {
 
 func (r *oursRunner) start(pkg session.Package, host *benchHost, versions []int) (*session.Session, error) {
 	return session.Start(context.Background(), pkg, session.Options{
-		Host:     host.table(),
-		HostInfo: protocol.HostInfo{Name: "transportbench", Version: "1"},
-		Versions: versions,
-		Backoff:  session.Backoff{Min: time.Hour},
+		Host:       host.table(),
+		HostInfo:   protocol.HostInfo{Name: "transportbench", Version: "1"},
+		Initialize: protocol.InitializeParams{ArtifactWindow: protocol.ArtifactWindow},
+		Versions:   versions,
+		Backoff:    session.Backoff{Min: time.Hour},
 	})
 }
 
