@@ -1,0 +1,142 @@
+// Command startprof takes a start apart: it starts ours (session.Start to
+// the SDK's bench extension, then one echo) and the raw pipe program (spawn
+// to its first line back) in turn, many times, and prints the medians of
+// each phase of ours as the host's wire tap saw them: the initialize
+// request written, its answer read, configure written and answered, Start
+// returned, the first echo answered. Where transportbench says how long a
+// cold start takes, this says where it goes.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/open-conduit/open-conduit/bench/transport/workload"
+	"github.com/open-conduit/open-conduit/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/session"
+)
+
+// frames records when each line of one start crossed the wire, from the
+// moment Start was called.
+type frames struct {
+	t0 time.Time
+	at []time.Duration
+}
+
+func (f *frames) Observe(bool, []byte) { f.at = append(f.at, time.Since(f.t0)) }
+
+// handshake names the lines of a start, in the order they cross.
+var handshake = []string{"initialize written", "initialize answered", "configure written", "configure answered"}
+
+func main() {
+	n := flag.Int("n", 200, "starts of each")
+	flag.Parse()
+	work, err := os.MkdirTemp("", "startprof-")
+	check(err)
+	defer os.RemoveAll(work)
+	ext := build(work, "./cmd/ours-ext", "bench-extension")
+	pipe := build(work, "./cmd/pipe-echo", "pipe-echo")
+	pkg := packageOf(ext)
+	echo, err := json.Marshal(workload.Echo{Text: workload.EchoText})
+	check(err)
+
+	phases := make([][]time.Duration, len(handshake)+2)
+	var pipes []time.Duration
+	ctx := context.Background()
+	for range *n {
+		tap := &frames{t0: time.Now()}
+		s, err := session.Start(ctx, pkg, session.Options{
+			Host:     jsonrpc.NewTable(),
+			HostInfo: protocol.HostInfo{Name: "startprof", Version: "1"},
+			Backoff:  session.Backoff{Min: time.Hour},
+			Observer: tap,
+		})
+		check(err)
+		started := time.Since(tap.t0)
+		var res protocol.OperationCallResult
+		check(s.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+			Operation: "bench.echo", Input: protocol.Payload{Data: echo},
+		}, &res))
+		answered := time.Since(tap.t0)
+		if len(tap.at) < len(handshake) {
+			check(fmt.Errorf("the tap saw %d lines of the handshake", len(tap.at)))
+		}
+		for i := range handshake {
+			phases[i] = append(phases[i], tap.at[i])
+		}
+		phases[len(handshake)] = append(phases[len(handshake)], started)
+		phases[len(handshake)+1] = append(phases[len(handshake)+1], answered)
+		_ = s.Close(ctx)
+		pipes = append(pipes, pipeStart(pipe))
+	}
+	names := append(slices.Clone(handshake), "Start returned", "first echo answered")
+	fmt.Printf("ours, from session.Start (medians of %d):\n", *n)
+	for i, name := range names {
+		fmt.Printf("  %-22s %8.0f µs\n", name, p50(phases[i]))
+	}
+	fmt.Printf("raw pipe, spawn to its first line back: %.0f µs\n", p50(pipes))
+	fmt.Printf("ours / raw pipe: %.2f×\n", p50(phases[len(names)-1])/p50(pipes))
+}
+
+// pipeStart starts the raw pipe program and times it to its first echo.
+func pipeStart(bin string) time.Duration {
+	t := time.Now()
+	c := exec.Command(bin)
+	in, err := c.StdinPipe()
+	check(err)
+	out, err := c.StdoutPipe()
+	check(err)
+	check(c.Start())
+	_, err = in.Write([]byte("hello\n"))
+	check(err)
+	_, err = bufio.NewReader(out).ReadString('\n')
+	check(err)
+	d := time.Since(t)
+	in.Close()
+	check(c.Wait())
+	return d
+}
+
+// build builds pkg static, as transportbench does, into its own directory.
+func build(work, pkg, name string) string {
+	out := filepath.Join(work, name, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stderr = os.Stderr
+	check(cmd.Run())
+	return out
+}
+
+// packageOf lays the extension out as a package with its manifest.
+func packageOf(bin string) session.Package {
+	out, err := exec.Command(bin, "package-manifest").Output()
+	check(err)
+	dir := filepath.Dir(bin)
+	check(os.WriteFile(filepath.Join(dir, protocol.ManifestFile), out, 0o644))
+	m, err := protocol.ParseAndValidateManifest(out)
+	check(err)
+	return session.Package{Dir: dir, Manifest: m}
+}
+
+func p50(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Nanoseconds()) / 1e3
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "startprof:", err)
+		os.Exit(1)
+	}
+}
