@@ -36,6 +36,40 @@ func TestReportJudgesOursAgainstTheLibraryAlone(t *testing.T) {
 	}
 }
 
+// TestReportJudgesStartsAndChunksAgainstThePipeAndGoPlugin: issue 13's
+// start targets read the raw pipe program's starts, its artifact targets
+// both chunk sizes, and a figure missing on either side is never met.
+func TestReportJudgesStartsAndChunksAgainstThePipeAndGoPlugin(t *testing.T) {
+	run := map[string]figures{
+		"ours":     {"cold_start_ms": {3}, "warm_restart_ms": {2}, "artifact_64k_mibs": {150}, "crash_detected_ms": {0.6}},
+		"goplugin": {"cold_start_ms": {8}, "warm_restart_ms": {7}, "artifact_64k_mibs": {100}},
+		"pipe":     {"cold_start_ms": {1.5}, "warm_restart_ms": {1.5}},
+	}
+	got := map[string]target{}
+	for _, tg := range newReport(short, run, time.Second).Targets {
+		got[tg.Name] = tg
+	}
+	for name, want := range map[string]struct {
+		value float64
+		met   bool
+	}{
+		"cold start vs the raw pipe program":   {2, false},
+		"warm restart vs the raw pipe program": {4.0 / 3, true},
+		"16 MiB in 64 KiB chunks vs go-plugin": {1.5, true},
+		// go-plugin's crash figure is missing: not met, whatever ours is.
+		"crash detected vs go-plugin": {0, false},
+	} {
+		tg, ok := got[name]
+		if !ok {
+			t.Errorf("no target %q", name)
+			continue
+		}
+		if tg.Value < want.value-0.001 || tg.Value > want.value+0.001 || tg.Met != want.met {
+			t.Errorf("%s: %+v, want value %.2f met %v", name, tg, want.value, want.met)
+		}
+	}
+}
+
 func TestReportShowsTheLibraryColumnAndBothRatios(t *testing.T) {
 	md := string(newReport(short, oneRun(), time.Second).markdown(nil))
 	for _, want := range []string{
