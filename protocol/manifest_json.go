@@ -69,30 +69,30 @@ func (m *Manifest) members(w *objectWriter) {
 }
 
 func (p *Provides) members(w *objectWriter) {
-	objects(w, "connections", p.Connections, (*ConnectionType).members)
-	objects(w, "extensions", p.Extensions, (*ExtensionType).members)
-	objects(w, "families", p.Families, (*Family).members)
+	w.objects("connections", len(p.Connections), func(i int) { p.Connections[i].members(w) })
+	w.objects("extensions", len(p.Extensions), func(i int) { p.Extensions[i].members(w) })
+	w.objects("families", len(p.Families), func(i int) { p.Families[i].members(w) })
 	w.flag("webhooks", p.Webhooks)
-	objects(w, "routes", p.Routes, (*Route).members)
-	objects(w, "work_kinds", p.WorkKinds, (*WorkKind).members)
-	objects(w, "recurrences", p.Recurrences, (*Recurrence).members)
-	objects(w, "operations", p.Operations, (*Operation).members)
-	objects(w, "toolsets", p.Toolsets, (*Toolset).members)
+	w.objects("routes", len(p.Routes), func(i int) { p.Routes[i].members(w) })
+	w.objects("work_kinds", len(p.WorkKinds), func(i int) { p.WorkKinds[i].members(w) })
+	w.objects("recurrences", len(p.Recurrences), func(i int) { p.Recurrences[i].members(w) })
+	w.objects("operations", len(p.Operations), func(i int) { p.Operations[i].members(w) })
+	w.objects("toolsets", len(p.Toolsets), func(i int) { p.Toolsets[i].members(w) })
 	w.optStrs("targets", p.Targets)
 	w.flag("dependency_filter", p.DependencyFilter)
 	w.flag("entry_gated", p.EntryGated)
 	w.flag("entry_named", p.EntryNamed)
 	w.flag("operation_gate", p.OperationGate)
 	w.flag("start_gate", p.StartGate)
-	objects(w, "executors", p.Executors, (*Executor).members)
-	objects(w, "resources", p.Resources, (*Resource).members)
-	objects(w, "sandboxes", p.Sandboxes, (*ProviderType).members)
-	objects(w, "containers", p.Containers, (*ContainerType).members)
-	objects(w, "tunnels", p.Tunnels, (*ProviderType).members)
-	objects(w, "tasks", p.Tasks, (*Task).members)
-	objects(w, "checks", p.Checks, (*Check).members)
-	objects(w, "external_stores", p.ExternalStores, (*ExternalStore).members)
-	objects(w, "schemas", p.Schemas, (*Schema).members)
+	w.objects("executors", len(p.Executors), func(i int) { p.Executors[i].members(w) })
+	w.objects("resources", len(p.Resources), func(i int) { p.Resources[i].members(w) })
+	w.objects("sandboxes", len(p.Sandboxes), func(i int) { p.Sandboxes[i].members(w) })
+	w.objects("containers", len(p.Containers), func(i int) { p.Containers[i].members(w) })
+	w.objects("tunnels", len(p.Tunnels), func(i int) { p.Tunnels[i].members(w) })
+	w.objects("tasks", len(p.Tasks), func(i int) { p.Tasks[i].members(w) })
+	w.objects("checks", len(p.Checks), func(i int) { p.Checks[i].members(w) })
+	w.objects("external_stores", len(p.ExternalStores), func(i int) { p.ExternalStores[i].members(w) })
+	w.objects("schemas", len(p.Schemas), func(i int) { p.Schemas[i].members(w) })
 	w.flag("exporters", p.Exporters)
 	w.flag("render", p.Render)
 	w.flag("annotate", p.Annotate)
@@ -101,9 +101,9 @@ func (p *Provides) members(w *objectWriter) {
 	w.flag("run_environment", p.RunEnvironment)
 	w.flag("segment_end", p.SegmentEnd)
 	w.flag("config_candidate", p.ConfigCandidate)
-	objects(w, "setup", p.Setup, (*Setup).members)
-	objects(w, "probes", p.Probes, (*Probe).members)
-	objects(w, "pages", p.Pages, (*Page).members)
+	w.objects("setup", len(p.Setup), func(i int) { p.Setup[i].members(w) })
+	w.objects("probes", len(p.Probes), func(i int) { p.Probes[i].members(w) })
+	w.objects("pages", len(p.Pages), func(i int) { p.Pages[i].members(w) })
 }
 
 func (f *Field) members(w *objectWriter) {
@@ -129,21 +129,21 @@ func (d *Describe) members(w *objectWriter) {
 
 func (c *ConnectionType) members(w *objectWriter) {
 	w.str("type", c.Type)
-	objects(w, "fields", c.Fields, (*Field).members)
+	w.objects("fields", len(c.Fields), func(i int) { c.Fields[i].members(w) })
 }
 
 func (e *ExtensionType) members(w *objectWriter) {
 	w.str("type", e.Type)
 	w.flag("ingress", e.Ingress)
 	w.optStrs("families", e.Families)
-	objects(w, "settings", e.Settings, (*Setting).members)
+	w.objects("settings", len(e.Settings), func(i int) { e.Settings[i].members(w) })
 	if e.Describe != nil {
 		w.name("describe")
 		w.open()
 		e.Describe.members(w)
 		w.close()
 	}
-	objects(w, "fields", e.Fields, (*Field).members)
+	w.objects("fields", len(e.Fields), func(i int) { e.Fields[i].members(w) })
 }
 
 func (f *Family) members(w *objectWriter) {
@@ -156,7 +156,7 @@ func (r *Route) members(w *objectWriter) {
 	w.str("handler", r.Handler)
 	w.flag("samples", r.Samples)
 	w.flag("binding", r.Binding)
-	objects(w, "fields", r.Fields, (*Field).members)
+	w.objects("fields", len(r.Fields), func(i int) { r.Fields[i].members(w) })
 }
 
 func (k *WorkKind) members(w *objectWriter) {
@@ -184,7 +184,7 @@ func (o *Operation) members(w *objectWriter) {
 func (t *Toolset) members(w *objectWriter) {
 	w.str("name", t.Name)
 	w.name("operations")
-	array(w, t.Operations, (*ToolsetOperation).members)
+	w.array(len(t.Operations), func(i int) { t.Operations[i].members(w) })
 }
 
 func (t *ToolsetOperation) members(w *objectWriter) {
@@ -206,7 +206,7 @@ func (e *Executor) members(w *objectWriter) {
 	w.flag("resource_mode", e.ResourceMode)
 	w.flag("playbook", e.Playbook)
 	w.flag("folder_config", e.FolderConfig)
-	objects(w, "fields", e.Fields, (*Field).members)
+	w.objects("fields", len(e.Fields), func(i int) { e.Fields[i].members(w) })
 }
 
 func (c *Capabilities) members(w *objectWriter) {
@@ -225,19 +225,19 @@ func (r *Resource) members(w *objectWriter) {
 	w.flag("mode_default", r.ModeDefault)
 	w.flag("sandbox", r.Sandbox)
 	w.flag("sweep", r.Sweep)
-	objects(w, "settings", r.Settings, (*Setting).members)
-	objects(w, "fields", r.Fields, (*Field).members)
+	w.objects("settings", len(r.Settings), func(i int) { r.Settings[i].members(w) })
+	w.objects("fields", len(r.Fields), func(i int) { r.Fields[i].members(w) })
 }
 
 func (p *ProviderType) members(w *objectWriter) {
 	w.str("type", p.Type)
-	objects(w, "fields", p.Fields, (*Field).members)
+	w.objects("fields", len(p.Fields), func(i int) { p.Fields[i].members(w) })
 }
 
 func (c *ContainerType) members(w *objectWriter) {
 	w.str("type", c.Type)
 	w.flag("forward", c.Forward)
-	objects(w, "fields", c.Fields, (*Field).members)
+	w.objects("fields", len(c.Fields), func(i int) { c.Fields[i].members(w) })
 }
 
 func (t *Task) members(w *objectWriter) {
@@ -410,23 +410,26 @@ func (w *objectWriter) raw(n string, v jsontext.Value) {
 	w.b = append(w.b, v...)
 }
 
-// objects is a member holding a slice of objects, with omitempty.
-func objects[T any](w *objectWriter, n string, v []T, members func(*T, *objectWriter)) {
-	if len(v) > 0 {
+// objects is a member holding a slice of n objects, with omitempty; each
+// writes the members of the i-th. A closure per field rather than a
+// generic function per element type: the encoders run once per start, and
+// one instantiation per type cost the SDK-only binary 24 KB.
+func (w *objectWriter) objects(n string, count int, each func(i int)) {
+	if count > 0 {
 		w.name(n)
-		array(w, v, members)
+		w.array(count, each)
 	}
 }
 
-// array appends v as an array of objects, nil written as [].
-func array[T any](w *objectWriter, v []T, members func(*T, *objectWriter)) {
+// array appends count objects as an array, none written as [].
+func (w *objectWriter) array(count int, each func(i int)) {
 	w.b = append(w.b, '[')
-	for i := range v {
+	for i := range count {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
 		w.open()
-		members(&v[i], w)
+		each(i)
 		w.close()
 	}
 	w.b = append(w.b, ']')
