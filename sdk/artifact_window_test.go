@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -188,25 +189,36 @@ func TestArtifactChunkRefusedReentrantIsSentAgainFromItsOwnCopy(t *testing.T) {
 	}
 }
 
-// TestArtifactChunkRefusedFailsTheUploadAndLeavesNothingHeld: a refusal of
-// the chunk in flight is the next Write's error (and Commit's), promptly,
-// although the chunk sent after it waits at the host for the bytes that
-// never came: it is cancelled.
-func TestArtifactChunkRefusedFailsTheUploadAndLeavesNothingHeld(t *testing.T) {
-	a := newOrderedArtifact(func(offset int64) error {
-		if offset == 0 {
-			return protocol.Errorf(protocol.ErrTooLarge, "no room")
-		}
-		return nil
-	})
-	done := make(chan error, 1)
-	go func() { done <- uploadThrough(t, a, 2, chunkOf('a'), chunkOf('b'), chunkOf('c')) }()
-	select {
-	case err := <-done:
-		if protocol.CodeOf(err) != protocol.CodeTooLarge {
-			t.Fatalf("the upload ended with %v, want the refusal's too_large", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the upload did not end after its first chunk was refused")
+// TestArtifactChunkRefusedFailsTheUpload: a refused chunk is the upload's
+// error, with or without a window. With one, the refusal of the chunk in
+// flight is the next Write's error (or Commit's), promptly, although the
+// chunk sent after it waits at the host for bytes that never come: it is
+// cancelled.
+func TestArtifactChunkRefusedFailsTheUpload(t *testing.T) {
+	for _, window := range []int{0, 2} {
+		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) {
+			a := newOrderedArtifact(func(offset int64) error {
+				if offset == 0 {
+					return protocol.Errorf(protocol.ErrTooLarge, "no room")
+				}
+				return nil
+			})
+			done := make(chan error, 1)
+			go func() { done <- uploadThrough(t, a, window, chunkOf('a'), chunkOf('b'), chunkOf('c')) }()
+			select {
+			case err := <-done:
+				if protocol.CodeOf(err) != protocol.CodeTooLarge {
+					t.Fatalf("the upload ended with %v, want the refusal's too_large", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the upload did not end after its first chunk was refused")
+			}
+			a.mu.Lock()
+			held := len(a.data)
+			a.mu.Unlock()
+			if held != 0 {
+				t.Fatalf("the host holds %d bytes after the first chunk was refused", held)
+			}
+		})
 	}
 }

@@ -292,8 +292,8 @@ func (w *ArtifactWriter) Write(p []byte) (int, error) {
 		var err error
 		if w.window > 1 {
 			err = w.sendBehind(params)
-		} else {
-			_, err = invoke(w.ctx, w.h, protocol.ArtifactWrite, params)
+		} else if _, err = invoke(w.ctx, w.h, protocol.ArtifactWrite, params); err != nil {
+			err = w.fail(params.Offset, err)
 		}
 		if hashed != nil {
 			<-hashed
@@ -356,8 +356,8 @@ func (w *ArtifactWriter) settle() error {
 	return nil
 }
 
-// abandon gives up the chunk in flight, if any: the host is told to stop
-// holding it ($/cancel), and its answer is not waited for.
+// abandon gives up the chunk in flight, if any: its call is cancelled, so
+// the host stops holding it ($/cancel) and its Wait returns at once.
 func (w *ArtifactWriter) abandon() {
 	if c := w.inflight; c != nil {
 		w.inflight = nil
