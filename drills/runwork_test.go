@@ -718,3 +718,27 @@ func TestDrillDaemonKilled9MidExecutionResumes(t *testing.T) {
 	}
 	report(t, "serve killed -9 mid-execution %d times: each script re-adopted under lease epoch 2 and completed; %d completed Work before the kills intact", iterations, len(before))
 }
+
+// bigOutputScript prints 120,000 numbered lines (about 3.3 MiB) and exits.
+const bigOutputScript = `i=0
+while [ $i -lt 120000 ]; do echo "line $i of the transcript"; i=$((i+1)); done
+`
+
+// TestDrillLargeOutputArrivesWholeThroughTheArtifactWindow: a script's
+// output of several chunks goes from the shell package's files into the
+// daemon's artifact store with a chunk in flight while the next is sent
+// (the daemon announces a window of two), and is read back byte for byte.
+func TestDrillLargeOutputArrivesWholeThroughTheArtifactWindow(t *testing.T) {
+	r := startRunRig(t, bigOutputScript)
+	_, work := r.deliver("d1", 1)
+	d := r.waitState(work, "completed")
+	var want strings.Builder
+	for i := range 120000 {
+		fmt.Fprintf(&want, "line %d of the transcript\n", i)
+	}
+	got := r.output(work, d.Executions[0].ID, "stdout")
+	if got != want.String() {
+		t.Fatalf("stdout came back as %d bytes, want the %d the script printed", len(got), want.Len())
+	}
+	report(t, "%d bytes of stdout, at least %d chunks, read back whole", len(got), (len(got)+protocol.MaxChunkBytes-1)/protocol.MaxChunkBytes)
+}
