@@ -410,7 +410,7 @@ func (w *objectWriter) raw(n string, v jsontext.Value) {
 	w.b = append(w.b, v...)
 }
 
-// objects is a member holding a slice of n objects, with omitempty; each
+// objects is the member n holding count objects, with omitempty; each(i)
 // writes the members of the i-th. A closure per field rather than a
 // generic function per element type: the encoders run once per start, and
 // one instantiation per type cost the SDK-only binary 24 KB.
