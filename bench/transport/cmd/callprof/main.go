@@ -1,9 +1,10 @@
 // Command callprof takes the call path apart: it runs only the echo
 // workloads (sequential, or callers at once) over ours and over the library
-// alone, or ours's 16 MiB uploads, and reports per call what each side spent: CPU time, context
-// switches and, with -profile, a CPU profile of the host side here and of
-// the extension side (the extensions read CALLPROF_CPUPROFILE). Where
-// transportbench says how fast, this says where the time goes.
+// alone, or our 16 MiB uploads, and reports per call what each side spent:
+// CPU time, context switches and, with -profile, a CPU profile of the host
+// side here and of the extension side (the extensions read
+// CALLPROF_CPUPROFILE). Where transportbench says how fast, this says where
+// the time goes.
 package main
 
 import (
