@@ -23,7 +23,7 @@ import (
 // an artifact window must do.
 type orderedArtifact struct {
 	mu    sync.Mutex
-	moved *sync.Cond
+	order protocol.ChunkOrder
 	data  []byte
 	// hold, when set, is called (unlocked) with each chunk's offset before
 	// it lands; an error refuses the chunk.
@@ -31,9 +31,7 @@ type orderedArtifact struct {
 }
 
 func newOrderedArtifact(hold func(int64) error) *orderedArtifact {
-	a := &orderedArtifact{hold: hold}
-	a.moved = sync.NewCond(&a.mu)
-	return a
+	return &orderedArtifact{hold: hold}
 }
 
 func (a *orderedArtifact) table() *jsonrpc.Table {
@@ -47,25 +45,17 @@ func (a *orderedArtifact) table() *jsonrpc.Table {
 				return protocol.ArtifactWriteResult{}, err
 			}
 		}
-		stop := context.AfterFunc(ctx, func() {
-			a.mu.Lock()
-			a.moved.Broadcast()
-			a.mu.Unlock()
-		})
-		defer stop()
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		for p.Offset > int64(len(a.data)) && ctx.Err() == nil {
-			a.moved.Wait()
-		}
-		if ctx.Err() != nil {
-			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrCancelled, "chunk at %d cancelled", p.Offset)
+		ahead := func() bool { return p.Offset > int64(len(a.data)) }
+		if err := a.order.Await(ctx, &a.mu, p, time.Minute, ahead); err != nil {
+			return protocol.ArtifactWriteResult{}, err
 		}
 		if p.Offset != int64(len(a.data)) {
 			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "chunk at %d, have %d", p.Offset, len(a.data))
 		}
 		a.data = append(a.data, p.Data...)
-		a.moved.Broadcast()
+		a.order.Moved()
 		return protocol.ArtifactWriteResult{Size: int64(len(a.data))}, nil
 	})
 	jsonrpc.Handle(t, protocol.MethodArtifactCommit, func(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {

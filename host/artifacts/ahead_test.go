@@ -28,7 +28,7 @@ func startAhead(t *testing.T, f *fixture, ctx context.Context) (id string, done 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		w.mu.Lock()
-		waiting := w.ahead
+		waiting := w.order.Waiting()
 		w.mu.Unlock()
 		if waiting == 1 {
 			return c.Artifact, errs

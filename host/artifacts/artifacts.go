@@ -53,11 +53,8 @@ type Store struct {
 // writer is one open artifact: its partial file and what was written.
 type writer struct {
 	mu sync.Mutex
-	// moved is closed, and replaced, whenever size grows or done is set:
-	// a chunk that arrived ahead waits on it.
-	moved chan struct{}
-	// ahead counts the chunks waiting on moved.
-	ahead int
+	// order holds a chunk that arrived ahead of the bytes written.
+	order protocol.ChunkOrder
 	rec   pebblekv.Artifact
 	f     *os.File
 	sum   hash.Hash
@@ -154,7 +151,7 @@ func (s *Store) Create(pkg string, p protocol.ArtifactCreateParams) (protocol.Ar
 	if err != nil {
 		return protocol.ArtifactCreateResult{}, fmt.Errorf("artifact.create: opening its file: %w", err)
 	}
-	s.open[rec.ID] = &writer{rec: rec, f: f, sum: sha256.New(), moved: make(chan struct{})}
+	s.open[rec.ID] = &writer{rec: rec, f: f, sum: sha256.New()}
 	return protocol.ArtifactCreateResult{Artifact: rec.ID}, nil
 }
 
@@ -197,7 +194,7 @@ func (s *Store) Write(ctx context.Context, pkg string, p protocol.ArtifactWriteP
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.awaitOffset(ctx, p.Offset, s.aheadWait); err != nil {
+	if err := w.order.Await(ctx, &w.mu, p, s.aheadWait, func() bool { return !w.done && p.Offset > w.size }); err != nil {
 		return protocol.ArtifactWriteResult{}, err
 	}
 	switch {
@@ -214,42 +211,8 @@ func (s *Store) Write(ctx context.Context, pkg string, p protocol.ArtifactWriteP
 	}
 	w.sum.Write(p.Data)
 	w.size += int64(len(p.Data))
-	w.signal()
+	w.order.Moved()
 	return protocol.ArtifactWriteResult{Size: w.size}, nil
-}
-
-// awaitOffset waits (w.mu held, and let go while it waits) until the bytes
-// written reach offset, the writer is done, bound has passed or ctx ends;
-// only the last is an error.
-func (w *writer) awaitOffset(ctx context.Context, offset int64, bound time.Duration) error {
-	if w.done || offset <= w.size {
-		return nil
-	}
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	w.ahead++
-	defer func() { w.ahead-- }()
-	for !w.done && offset > w.size {
-		moved := w.moved
-		w.mu.Unlock()
-		select {
-		case <-moved:
-		case <-timer.C:
-			w.mu.Lock()
-			return nil
-		case <-ctx.Done():
-			w.mu.Lock()
-			return protocol.Errorf(protocol.ErrCancelled, "artifact.write: artifact %s: the chunk at offset %d was cancelled while it waited for the bytes before it", w.rec.ID, offset)
-		}
-		w.mu.Lock()
-	}
-	return nil
-}
-
-// signal wakes every chunk waiting on w (w.mu held).
-func (w *writer) signal() {
-	close(w.moved)
-	w.moved = make(chan struct{})
 }
 
 // Commit moves a writer's bytes into the content-addressed store and
@@ -353,10 +316,8 @@ func (s *Store) drop(w *writer) {
 
 // forget removes w from the open writers; w.mu is held.
 func (s *Store) forget(w *writer) {
-	if !w.done {
-		w.done = true
-		w.signal()
-	}
+	w.done = true
+	w.order.Moved()
 	s.mu.Lock()
 	delete(s.open, w.rec.ID)
 	s.mu.Unlock()
@@ -364,10 +325,8 @@ func (s *Store) forget(w *writer) {
 
 // discard closes and removes w's partial file; w.mu is held.
 func (w *writer) discard(dir string) {
-	if !w.done {
-		w.done = true
-		w.signal()
-	}
+	w.done = true
+	w.order.Moved()
 	if w.f != nil {
 		w.f.Close()
 		w.f = nil

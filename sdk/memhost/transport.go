@@ -39,9 +39,8 @@ type Artifact struct {
 	// large upload costs no reallocation per chunk.
 	parts [][]byte
 	size  int64
-	// moved is closed, and replaced, when size grows or the artifact ends:
-	// a chunk that arrived ahead of the bytes before it waits on it.
-	moved  chan struct{}
+	// order holds a chunk that arrived ahead of the bytes before it.
+	order  protocol.ChunkOrder
 	sum    hash.Hash
 	digest string
 }
@@ -71,7 +70,7 @@ func (h *Host) artifactCreate(_ context.Context, p protocol.ArtifactCreateParams
 	}
 	h.nextID++
 	id := fmt.Sprintf("a_%026d", h.nextID)
-	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, MediaType: p.MediaType, Execution: p.Execution, Work: work, sum: sha256.New(), moved: make(chan struct{})}
+	h.artifacts[id] = &Artifact{ID: id, Name: p.Name, MediaType: p.MediaType, Execution: p.Execution, Work: work, sum: sha256.New()}
 	return protocol.ArtifactCreateResult{Artifact: id}, nil
 }
 
@@ -85,7 +84,8 @@ func (h *Host) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams
 	if ok {
 		// It announces protocol.ArtifactWindow, as the daemon does: a
 		// chunk ahead of the bytes written waits for those before it.
-		if err := h.awaitOffset(ctx, a, p.Offset); err != nil {
+		ahead := func() bool { return p.Offset > a.size && !a.Committed && !a.Aborted }
+		if err := a.order.Await(ctx, &h.mu, p, protocol.ArtifactAheadWaitMillis*time.Millisecond, ahead); err != nil {
 			return protocol.ArtifactWriteResult{}, err
 		}
 	}
@@ -99,40 +99,8 @@ func (h *Host) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams
 	a.sum.Write(p.Data)
 	a.size += int64(len(p.Data))
 	a.Chunks++
-	a.signal()
+	a.order.Moved()
 	return protocol.ArtifactWriteResult{Size: a.size}, nil
-}
-
-// awaitOffset waits (h.mu held, and let go while it waits) until a's bytes
-// reach offset, a ends, the daemon's bound passes (then the caller refuses
-// the chunk conflict) or ctx ends (cancelled).
-func (h *Host) awaitOffset(ctx context.Context, a *Artifact, offset int64) error {
-	if offset <= a.size || a.Committed || a.Aborted {
-		return nil
-	}
-	timer := time.NewTimer(protocol.ArtifactAheadWaitMillis * time.Millisecond)
-	defer timer.Stop()
-	for offset > a.size && !a.Committed && !a.Aborted {
-		moved := a.moved
-		h.mu.Unlock()
-		select {
-		case <-moved:
-		case <-timer.C:
-			h.mu.Lock()
-			return nil
-		case <-ctx.Done():
-			h.mu.Lock()
-			return protocol.Errorf(protocol.ErrCancelled, "artifact.write: artifact %s: the chunk at offset %d was cancelled while it waited for the bytes before it", a.ID, offset)
-		}
-		h.mu.Lock()
-	}
-	return nil
-}
-
-// signal wakes every chunk waiting on a (h.mu held).
-func (a *Artifact) signal() {
-	close(a.moved)
-	a.moved = make(chan struct{})
 }
 
 func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
@@ -150,16 +118,16 @@ func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams
 		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
 	}
 	a.Committed, a.digest = true, digest
-	a.signal()
+	a.order.Moved()
 	return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: digest}, nil
 }
 
 func (h *Host) artifactAbort(_ context.Context, p protocol.ArtifactAbortParams) (struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed && !a.Aborted {
+	if a, ok := h.artifacts[p.Artifact]; ok && !a.Committed {
 		a.Aborted = true
-		a.signal()
+		a.order.Moved()
 	}
 	return struct{}{}, nil
 }

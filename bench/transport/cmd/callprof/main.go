@@ -242,9 +242,9 @@ func artifactTable() *jsonrpc.Table {
 	var (
 		mu      sync.Mutex
 		written int64
-		// moved is closed, and replaced, when written grows: a chunk that
-		// arrives ahead (the host announces the artifact window) waits.
-		moved = make(chan struct{})
+		// order holds a chunk that arrives ahead (the host announces the
+		// artifact window).
+		order protocol.ChunkOrder
 	)
 	t := jsonrpc.NewTable()
 	jsonrpc.Handle(t, protocol.MethodArtifactCreate, func(context.Context, protocol.ArtifactCreateParams) (protocol.ArtifactCreateResult, error) {
@@ -256,23 +256,15 @@ func artifactTable() *jsonrpc.Table {
 	jsonrpc.Handle(t, protocol.MethodArtifactWrite, func(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		for p.Offset > written {
-			ch := moved
-			mu.Unlock()
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				mu.Lock()
-				return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrCancelled, "offset %d cancelled", p.Offset)
-			}
-			mu.Lock()
+		ahead := func() bool { return p.Offset > written }
+		if err := order.Await(ctx, &mu, p, protocol.ArtifactAheadWaitMillis*time.Millisecond, ahead); err != nil {
+			return protocol.ArtifactWriteResult{}, err
 		}
 		if p.Offset != written {
 			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "offset %d, have %d", p.Offset, written)
 		}
 		written += int64(len(p.Data))
-		close(moved)
-		moved = make(chan struct{})
+		order.Moved()
 		return protocol.ArtifactWriteResult{Size: written}, nil
 	})
 	jsonrpc.Handle(t, protocol.MethodArtifactCommit, func(context.Context, protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {

@@ -34,15 +34,15 @@ func (r *oursRunner) name() string { return "ours" }
 type benchHost struct {
 	mu      sync.Mutex
 	written int64
-	// moved is closed, and replaced, when written grows: it announces
-	// the daemon's artifact window, so a chunk may arrive, and be served,
-	// while the one before it is still being written, and waits for it.
-	moved  chan struct{}
+	// order holds a chunk that arrives ahead: the host announces the
+	// daemon's artifact window, so a chunk may be served while the one
+	// before it is still being written.
+	order  protocol.ChunkOrder
 	stamps *stamps
 }
 
 func newBenchHost() *benchHost {
-	return &benchHost{stamps: newStamps(), moved: make(chan struct{})}
+	return &benchHost{stamps: newStamps()}
 }
 
 func (h *benchHost) table() *jsonrpc.Table {
@@ -66,23 +66,15 @@ func (h *benchHost) table() *jsonrpc.Table {
 	jsonrpc.Handle(t, protocol.MethodArtifactWrite, func(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		for p.Offset > h.written {
-			moved := h.moved
-			h.mu.Unlock()
-			select {
-			case <-moved:
-			case <-ctx.Done():
-				h.mu.Lock()
-				return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrCancelled, "offset %d cancelled", p.Offset)
-			}
-			h.mu.Lock()
+		ahead := func() bool { return p.Offset > h.written }
+		if err := h.order.Await(ctx, &h.mu, p, protocol.ArtifactAheadWaitMillis*time.Millisecond, ahead); err != nil {
+			return protocol.ArtifactWriteResult{}, err
 		}
 		if p.Offset != h.written {
 			return protocol.ArtifactWriteResult{}, protocol.Errorf(protocol.ErrConflict, "offset %d, have %d", p.Offset, h.written)
 		}
 		h.written += int64(len(p.Data))
-		close(h.moved)
-		h.moved = make(chan struct{})
+		h.order.Moved()
 		return protocol.ArtifactWriteResult{Size: h.written}, nil
 	})
 	jsonrpc.Handle(t, protocol.MethodArtifactCommit, func(context.Context, protocol.ArtifactCommitParams) (protocol.ArtifactCommitResult, error) {
