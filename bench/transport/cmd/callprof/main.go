@@ -24,6 +24,7 @@ import (
 	json "github.com/go-json-experiment/json"
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/open-conduit/open-conduit/bench/transport/internal/benchbin"
 	"github.com/open-conduit/open-conduit/bench/transport/internal/cpuprof"
 	"github.com/open-conduit/open-conduit/bench/transport/library"
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
@@ -153,10 +154,7 @@ type ours struct {
 func build(work, pkg, name string) (string, error) {
 	out := filepath.Join(work, name, name)
 	// The tag gives the extension its profiler (internal/cpuprof).
-	cmd := exec.Command("go", "build", "-tags", "callprof", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stderr = os.Stderr
-	return out, cmd.Run()
+	return out, benchbin.Build(out, pkg, "-tags", "callprof")
 }
 
 func startOurs(work, profile string) (transport, error) {
@@ -164,15 +162,7 @@ func startOurs(work, profile string) (transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	manifest, err := exec.Command(bin, "package-manifest").Output()
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Dir(bin)
-	if err := os.WriteFile(filepath.Join(dir, protocol.ManifestFile), manifest, 0o644); err != nil {
-		return nil, err
-	}
-	m, err := protocol.ParseAndValidateManifest(manifest)
+	pkg, err := benchbin.Package(bin)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +170,7 @@ func startOurs(work, profile string) (transport, error) {
 	if profile != "" {
 		environ = append(environ, profileEnv+"="+filepath.Join(profile, "ext-ours.pprof"))
 	}
-	s, err := session.Start(context.Background(), session.Package{Dir: dir, Manifest: m}, session.Options{
+	s, err := session.Start(context.Background(), pkg, session.Options{
 		Host:       artifactTable(),
 		Initialize: protocol.InitializeParams{ArtifactWindow: protocol.ArtifactWindow},
 		HostInfo:   protocol.HostInfo{Name: "callprof", Version: "1"},

@@ -20,6 +20,7 @@ import (
 
 	json "github.com/go-json-experiment/json"
 
+	"github.com/open-conduit/open-conduit/bench/transport/internal/benchbin"
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
@@ -46,7 +47,8 @@ func main() {
 	defer os.RemoveAll(work)
 	ext := build(work, "./cmd/ours-ext", "bench-extension")
 	pipe := build(work, "./cmd/pipe-echo", "pipe-echo")
-	pkg := packageOf(ext)
+	pkg, err := benchbin.Package(ext)
+	check(err)
 	echo, err := json.Marshal(workload.Echo{Text: workload.EchoText})
 	check(err)
 
@@ -107,25 +109,11 @@ func pipeStart(bin string) time.Duration {
 	return d
 }
 
-// build builds pkg static, as transportbench does, into its own directory.
+// build builds pkg into its own directory under work.
 func build(work, pkg, name string) string {
 	out := filepath.Join(work, name, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stderr = os.Stderr
-	check(cmd.Run())
+	check(benchbin.Build(out, pkg))
 	return out
-}
-
-// packageOf lays the extension out as a package with its manifest.
-func packageOf(bin string) session.Package {
-	out, err := exec.Command(bin, "package-manifest").Output()
-	check(err)
-	dir := filepath.Dir(bin)
-	check(os.WriteFile(filepath.Join(dir, protocol.ManifestFile), out, 0o644))
-	m, err := protocol.ParseAndValidateManifest(out)
-	check(err)
-	return session.Package{Dir: dir, Manifest: m}
 }
 
 func p50(ds []time.Duration) float64 {

@@ -15,11 +15,12 @@ import (
 	"io"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/open-conduit/open-conduit/bench/transport/internal/benchbin"
 )
 
 // config is the size of one run.
@@ -141,35 +142,20 @@ func build(dir string) (binaries, error) {
 		{"./cmd/pipe-echo", "pipe-echo", &b.pipe, "pipe"},
 	} {
 		out := filepath.Join(dir, t.key, t.name)
-		if err := goBuild(out, t.pkg); err != nil {
+		if err := benchbin.Build(out, t.pkg); err != nil {
 			return b, err
 		}
 		*t.out = out
 		st, _ := os.Stat(out)
 		b.sizes[t.key+"/binary_bytes"] = st.Size()
 		stripped := filepath.Join(dir, "stripped-"+t.key)
-		if err := goBuild(stripped, t.pkg, "-ldflags=-s -w", "-trimpath"); err != nil {
+		if err := benchbin.Build(stripped, t.pkg, "-ldflags=-s -w", "-trimpath"); err != nil {
 			return b, err
 		}
 		st, _ = os.Stat(stripped)
 		b.sizes[t.key+"/binary_stripped_bytes"] = st.Size()
 	}
 	return b, nil
-}
-
-// goBuild builds every binary the same way: static (CGO_ENABLED=0), as
-// release binaries are. A cgo build links libc dynamically as soon as the
-// net package is in (jsonrpc2 and gRPC both import it), which alone cost
-// about 1.2 ms of every start here.
-func goBuild(out, pkg string, flags ...string) error {
-	args := append([]string{"build", "-o", out}, flags...)
-	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %w", pkg, err)
-	}
-	return nil
 }
 
 // freshCopy copies bin to a new path, so its launch is a first launch.

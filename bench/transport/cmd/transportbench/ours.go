@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -13,6 +11,7 @@ import (
 
 	json "github.com/go-json-experiment/json"
 
+	"github.com/open-conduit/open-conduit/bench/transport/internal/benchbin"
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
@@ -85,23 +84,6 @@ func (h *benchHost) table() *jsonrpc.Table {
 	return t
 }
 
-// pkg lays the binary out as a package directory with its manifest.
-func (r *oursRunner) pkg(bin string) (session.Package, error) {
-	out, err := exec.Command(bin, "package-manifest").Output()
-	if err != nil {
-		return session.Package{}, fmt.Errorf("package-manifest: %w", err)
-	}
-	dir := filepath.Dir(bin)
-	if err := os.WriteFile(filepath.Join(dir, protocol.ManifestFile), out, 0o644); err != nil {
-		return session.Package{}, err
-	}
-	m, err := protocol.ParseAndValidateManifest(out)
-	if err != nil {
-		return session.Package{}, err
-	}
-	return session.Package{Dir: dir, Manifest: m}, nil
-}
-
 func (r *oursRunner) start(pkg session.Package, host *benchHost, versions []int) (*session.Session, error) {
 	return session.Start(context.Background(), pkg, session.Options{
 		Host:       host.table(),
@@ -137,7 +119,7 @@ func (r *oursRunner) round(f figures) error {
 	if err != nil {
 		return err
 	}
-	pkg, err := r.pkg(fresh)
+	pkg, err := benchbin.Package(fresh)
 	if err != nil {
 		return err
 	}
