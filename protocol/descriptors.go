@@ -27,20 +27,31 @@ func (d Desc[P, R]) Descriptor() Descriptor {
 	return Descriptor{Name: d.Name, Params: reflect.TypeFor[P](), Result: reflect.TypeFor[R]()}
 }
 
-// descriptors is every Desc this package defines, in definition order.
-var descriptors []Descriptor
-
-// describe defines a descriptor and lists it.
-func describe[P, R any](name string) Desc[P, R] {
-	d := Desc[P, R]{Name: name}
-	descriptors = append(descriptors, d.Descriptor())
-	return d
-}
-
 // Descriptors lists every method descriptor this package defines, sorted by
-// name.
+// name. The Desc values are plain data, laid out by the linker rather than
+// registered by code that would run at every process start, so the list
+// is written out here; a test reads the package's source and fails on a
+// Desc missing from it.
 func Descriptors() []Descriptor {
-	out := append([]Descriptor(nil), descriptors...)
+	out := []Descriptor{
+		Initialize.Descriptor(), Configure.Descriptor(), Shutdown.Descriptor(), Validate.Descriptor(),
+		OperationCall.Descriptor(), TaskRun.Descriptor(), CheckRun.Descriptor(), KVGet.Descriptor(),
+		KVList.Descriptor(), KVCommit.Descriptor(), StateSequence.Descriptor(), StateEvent.Descriptor(),
+		StateEvents.Descriptor(), StateWorkEvents.Descriptor(), StateScopes.Descriptor(),
+		StateScope.Descriptor(), EventAccept.Descriptor(), SecretResolve.Descriptor(),
+		IngressDeliver.Descriptor(), ArtifactCreate.Descriptor(), ArtifactWrite.Descriptor(),
+		ArtifactCommit.Descriptor(), ArtifactAbort.Descriptor(), OperationEmitPlan.Descriptor(),
+		EmitCommit.Descriptor(), DependencyFilter.Descriptor(), RunEnvironment.Descriptor(),
+		ExecutorForget.Descriptor(), ExecutorRun.Descriptor(), ExecutorWait.Descriptor(),
+		ExecutorRecover.Descriptor(), ExecutorStop.Descriptor(), ExecutorInterrupt.Descriptor(),
+		ExecutorInject.Descriptor(), ExecutorResume.Descriptor(), ExecutorLive.Descriptor(),
+		ExecutionPersistRecovery.Descriptor(), OperationWaitPlan.Descriptor(), WaitProgress.Descriptor(),
+		OperationGate.Descriptor(), WorkAdmit.Descriptor(), WorkSettleHold.Descriptor(),
+		WebhookHandle.Descriptor(), IngressPush.Descriptor(), IngressReconcile.Descriptor(),
+		EventRender.Descriptor(), RouteMatch.Descriptor(), RouteSamples.Descriptor(),
+		TimerArm.Descriptor(), TimerCancel.Descriptor(), RecurrenceNext.Descriptor(), WorkKindTrigger.Descriptor(),
+		WorkCancel.Descriptor(),
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -48,53 +59,53 @@ func Descriptors() []Descriptor {
 // Host-to-extension methods whose wire types exist.
 var (
 	// Initialize negotiates the version and returns the manifest.
-	Initialize = describe[InitializeParams, InitializeResult](MethodInitialize)
+	Initialize = Desc[InitializeParams, InitializeResult]{Name: MethodInitialize}
 	// Configure sends the current config generation.
-	Configure = describe[ConfigureParams, ConfigureResult](MethodConfigure)
+	Configure = Desc[ConfigureParams, ConfigureResult]{Name: MethodConfigure}
 	// Shutdown asks the extension to stop taking requests.
-	Shutdown = describe[ShutdownParams, ShutdownResult](MethodShutdown)
+	Shutdown = Desc[ShutdownParams, ShutdownResult]{Name: MethodShutdown}
 	// Validate asks the extension to check one config object.
-	Validate = describe[ValidateParams, ValidateResult](MethodValidate)
+	Validate = Desc[ValidateParams, ValidateResult]{Name: MethodValidate}
 	// OperationCall runs a handler operation.
-	OperationCall = describe[OperationCallParams, OperationCallResult](MethodOperationCall)
+	OperationCall = Desc[OperationCallParams, OperationCallResult]{Name: MethodOperationCall}
 	// TaskRun runs one pass of a declared task.
-	TaskRun = describe[TaskRunParams, TaskRunResult](MethodTaskRun)
+	TaskRun = Desc[TaskRunParams, TaskRunResult]{Name: MethodTaskRun}
 	// CheckRun runs a declared doctor check.
-	CheckRun = describe[CheckRunParams, CheckRunResult](MethodCheckRun)
+	CheckRun = Desc[CheckRunParams, CheckRunResult]{Name: MethodCheckRun}
 )
 
 // Extension-to-host methods whose wire types exist.
 var (
 	// KVGet reads one key with its version.
-	KVGet = describe[KVGetParams, KVGetResult](MethodKVGet)
+	KVGet = Desc[KVGetParams, KVGetResult]{Name: MethodKVGet}
 	// KVList lists a page of a namespace's keys.
-	KVList = describe[KVListParams, KVListResult](MethodKVList)
+	KVList = Desc[KVListParams, KVListResult]{Name: MethodKVList}
 	// KVCommit applies one atomic batch of checks, writes and emissions.
-	KVCommit = describe[KVCommitParams, KVCommitResult](MethodKVCommit)
+	KVCommit = Desc[KVCommitParams, KVCommitResult]{Name: MethodKVCommit}
 	// StateSequence reads the log's latest sequence.
-	StateSequence = describe[struct{}, StateSequenceResult](MethodStateSequence)
+	StateSequence = Desc[struct{}, StateSequenceResult]{Name: MethodStateSequence}
 	// StateEvent reads one Event in the extension's scopes.
-	StateEvent = describe[StateEventParams, Event](MethodStateEvent)
+	StateEvent = Desc[StateEventParams, Event]{Name: MethodStateEvent}
 	// StateEvents reads a page of the Events of the extension's scopes.
-	StateEvents = describe[StateEventsParams, StateEventsResult](MethodStateEvents)
+	StateEvents = Desc[StateEventsParams, StateEventsResult]{Name: MethodStateEvents}
 	// StateWorkEvents reads a page of one Work's Events.
-	StateWorkEvents = describe[StateWorkEventsParams, StateEventsResult](MethodStateWorkEvents)
+	StateWorkEvents = Desc[StateWorkEventsParams, StateEventsResult]{Name: MethodStateWorkEvents}
 	// StateScopes lists the scopes that use the extension.
-	StateScopes = describe[struct{}, StateScopesResult](MethodStateScopes)
+	StateScopes = Desc[struct{}, StateScopesResult]{Name: MethodStateScopes}
 	// StateScope reads one scope that uses the extension.
-	StateScope = describe[StateScopeParams, ScopeView](MethodStateScope)
+	StateScope = Desc[StateScopeParams, ScopeView]{Name: MethodStateScope}
 	// EventAccept derives an Event of one of the extension's families.
-	EventAccept = describe[EventAcceptParams, EventAcceptResult](MethodEventAccept)
+	EventAccept = Desc[EventAcceptParams, EventAcceptResult]{Name: MethodEventAccept}
 	// SecretResolve resolves secret names the extension's entries select.
-	SecretResolve = describe[SecretResolveParams, SecretResolveResult](MethodSecretResolve)
+	SecretResolve = Desc[SecretResolveParams, SecretResolveResult]{Name: MethodSecretResolve}
 	// IngressDeliver delivers one input from the extension's own receiver.
-	IngressDeliver = describe[IngressDeliverParams, IngressDeliverResult](MethodIngressDeliver)
+	IngressDeliver = Desc[IngressDeliverParams, IngressDeliverResult]{Name: MethodIngressDeliver}
 	// ArtifactCreate opens an artifact writer.
-	ArtifactCreate = describe[ArtifactCreateParams, ArtifactCreateResult](MethodArtifactCreate)
+	ArtifactCreate = Desc[ArtifactCreateParams, ArtifactCreateResult]{Name: MethodArtifactCreate}
 	// ArtifactWrite writes one acknowledged chunk.
-	ArtifactWrite = describe[ArtifactWriteParams, ArtifactWriteResult](MethodArtifactWrite)
+	ArtifactWrite = Desc[ArtifactWriteParams, ArtifactWriteResult]{Name: MethodArtifactWrite}
 	// ArtifactCommit commits an artifact.
-	ArtifactCommit = describe[ArtifactCommitParams, ArtifactCommitResult](MethodArtifactCommit)
+	ArtifactCommit = Desc[ArtifactCommitParams, ArtifactCommitResult]{Name: MethodArtifactCommit}
 	// ArtifactAbort abandons an artifact writer.
-	ArtifactAbort = describe[ArtifactAbortParams, struct{}](MethodArtifactAbort)
+	ArtifactAbort = Desc[ArtifactAbortParams, struct{}]{Name: MethodArtifactAbort}
 )

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"reflect"
 	"strconv"
 	"strings"
@@ -101,5 +102,55 @@ func TestEveryCataloguedMethodHasAConstant(t *testing.T) {
 	}
 	for v, name := range consts {
 		t.Errorf("%s = %q is not a catalogued method", name, v)
+	}
+}
+
+// TestDescriptorsListsEveryDesc reads the package's source: every
+// package-level Desc value is in Descriptors, so one added without being
+// listed there fails here.
+func TestDescriptorsListsEveryDesc(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string]string{} // constant name → method name
+	var described []string         // the constant each Desc names
+	for _, f := range pkgs["protocol"].Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				if len(n.Values) == 1 && strings.HasPrefix(n.Names[0].Name, "Method") {
+					if lit, ok := n.Values[0].(*ast.BasicLit); ok {
+						methods[n.Names[0].Name], _ = strconv.Unquote(lit.Value)
+					}
+				}
+			case *ast.CompositeLit:
+				if ix, ok := n.Type.(*ast.IndexListExpr); ok {
+					if id, ok := ix.X.(*ast.Ident); ok && id.Name == "Desc" && len(n.Elts) == 1 {
+						if kv, ok := n.Elts[0].(*ast.KeyValueExpr); ok {
+							described = append(described, kv.Value.(*ast.Ident).Name)
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	listed := map[string]bool{}
+	for _, d := range Descriptors() {
+		listed[d.Name] = true
+	}
+	// The negative control: the source holds descriptors at all.
+	if len(described) < 20 {
+		t.Fatalf("found only %d Desc values in the source", len(described))
+	}
+	for _, c := range described {
+		if !listed[methods[c]] {
+			t.Errorf("the Desc for %s (%q) is not in Descriptors", c, methods[c])
+		}
+	}
+	if len(described) != len(Descriptors()) {
+		t.Errorf("%d Desc values in the source, %d in Descriptors", len(described), len(Descriptors()))
 	}
 }

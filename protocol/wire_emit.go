@@ -50,7 +50,7 @@ type EmitCommitResult struct {
 // Emit operation methods whose wire types exist.
 var (
 	// OperationEmitPlan plans the Event of an emit operation's call.
-	OperationEmitPlan = describe[OperationEmitParams, OperationEmitResult](MethodOperationEmit)
+	OperationEmitPlan = Desc[OperationEmitParams, OperationEmitResult]{Name: MethodOperationEmit}
 	// EmitCommit answers the records that commit with an accepted Event.
-	EmitCommit = describe[EmitCommitParams, EmitCommitResult](MethodEmitCommit)
+	EmitCommit = Desc[EmitCommitParams, EmitCommitResult]{Name: MethodEmitCommit}
 )

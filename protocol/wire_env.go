@@ -87,9 +87,9 @@ type ExecutorForgetParams = ExecutionRef
 // Wire types of dependency.filter, run.environment and executor.forget.
 var (
 	// DependencyFilter asks whether an Event wakes a package's Wait.
-	DependencyFilter = describe[DependencyFilterParams, DependencyFilterResult](MethodDependencyFilter)
+	DependencyFilter = Desc[DependencyFilterParams, DependencyFilterResult]{Name: MethodDependencyFilter}
 	// RunEnvironment asks a package for its environment layer of a run.
-	RunEnvironment = describe[RunEnvironmentParams, RunEnvironmentResult](MethodRunEnvironment)
+	RunEnvironment = Desc[RunEnvironmentParams, RunEnvironmentResult]{Name: MethodRunEnvironment}
 	// ExecutorForget drops a settled execution's local state.
-	ExecutorForget = describe[ExecutorForgetParams, ExecutorControlResult](MethodExecutorForget)
+	ExecutorForget = Desc[ExecutorForgetParams, ExecutorControlResult]{Name: MethodExecutorForget}
 )

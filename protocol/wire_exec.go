@@ -258,25 +258,25 @@ const (
 // Executor methods whose wire types exist.
 var (
 	// ExecutorRun starts an execution.
-	ExecutorRun = describe[ExecutorRunParams, ExecutorRunResult](MethodExecutorRun)
+	ExecutorRun = Desc[ExecutorRunParams, ExecutorRunResult]{Name: MethodExecutorRun}
 	// ExecutorWait observes an execution until it settles.
-	ExecutorWait = describe[ExecutorWaitParams, ExecutorWaitResult](MethodExecutorWait)
+	ExecutorWait = Desc[ExecutorWaitParams, ExecutorWaitResult]{Name: MethodExecutorWait}
 	// ExecutorRecover adopts an execution from its recovery metadata.
-	ExecutorRecover = describe[ExecutorRecoverParams, ExecutorRecoverResult](MethodExecutorRecover)
+	ExecutorRecover = Desc[ExecutorRecoverParams, ExecutorRecoverResult]{Name: MethodExecutorRecover}
 	// ExecutorStop stops an execution with physical-stop evidence.
-	ExecutorStop = describe[ExecutorStopParams, ExecutorStopResult](MethodExecutorStop)
+	ExecutorStop = Desc[ExecutorStopParams, ExecutorStopResult]{Name: MethodExecutorStop}
 	// ExecutorInterrupt interrupts a running execution.
-	ExecutorInterrupt = describe[ExecutorInterruptParams, ExecutorControlResult](MethodExecutorInterrupt)
+	ExecutorInterrupt = Desc[ExecutorInterruptParams, ExecutorControlResult]{Name: MethodExecutorInterrupt}
 	// ExecutorInject hands a running execution a line of input.
-	ExecutorInject = describe[ExecutorInjectParams, ExecutorControlResult](MethodExecutorInject)
+	ExecutorInject = Desc[ExecutorInjectParams, ExecutorControlResult]{Name: MethodExecutorInject}
 	// ExecutorResume resumes a waiting execution.
-	ExecutorResume = describe[ExecutorResumeParams, ExecutorControlResult](MethodExecutorResume)
+	ExecutorResume = Desc[ExecutorResumeParams, ExecutorControlResult]{Name: MethodExecutorResume}
 	// ExecutorLive reads a running attempt's output so far.
-	ExecutorLive = describe[ExecutorLiveParams, ExecutorLiveResult](MethodExecutorLive)
+	ExecutorLive = Desc[ExecutorLiveParams, ExecutorLiveResult]{Name: MethodExecutorLive}
 	// ExecutionPersistRecovery persists recovery metadata, lease-fenced.
-	ExecutionPersistRecovery = describe[ExecutionPersistRecoveryParams, ExecutionPersistRecoveryResult](MethodExecutionPersistRecovery)
+	ExecutionPersistRecovery = Desc[ExecutionPersistRecoveryParams, ExecutionPersistRecoveryResult]{Name: MethodExecutionPersistRecovery}
 	// OperationWaitPlan plans a Wait for a wait operation's call.
-	OperationWaitPlan = describe[OperationWaitParams, OperationWaitResult](MethodOperationWait)
+	OperationWaitPlan = Desc[OperationWaitParams, OperationWaitResult]{Name: MethodOperationWait}
 	// WaitProgress sets a Wait's progress line.
-	WaitProgress = describe[WaitProgressParams, WaitProgressResult](MethodWaitProgress)
+	WaitProgress = Desc[WaitProgressParams, WaitProgressResult]{Name: MethodWaitProgress}
 )

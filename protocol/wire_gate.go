@@ -132,9 +132,9 @@ func CheckSettleHold(caller string, p WorkSettleHoldParams, state string, hold *
 // Gate methods.
 var (
 	// OperationGate asks an operation gate about a toolbelt call.
-	OperationGate = describe[OperationGateParams, OperationGateResult](MethodOperationGate)
+	OperationGate = Desc[OperationGateParams, OperationGateResult]{Name: MethodOperationGate}
 	// WorkAdmit asks a start gate about a Work's first attempt.
-	WorkAdmit = describe[WorkAdmitParams, WorkAdmitResult](MethodWorkAdmit)
+	WorkAdmit = Desc[WorkAdmitParams, WorkAdmitResult]{Name: MethodWorkAdmit}
 	// WorkSettleHold settles a hold the caller's start gate placed.
-	WorkSettleHold = describe[WorkSettleHoldParams, WorkSettleHoldResult](MethodWorkSettleHold)
+	WorkSettleHold = Desc[WorkSettleHoldParams, WorkSettleHoldResult]{Name: MethodWorkSettleHold}
 )

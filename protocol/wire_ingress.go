@@ -82,7 +82,7 @@ func (d EventDraft) Observation() (o Observation, ok bool) {
 // Ingress methods the host calls.
 var (
 	// WebhookHandle verifies one webhook request and names its deliveries.
-	WebhookHandle = describe[WebhookHandleParams, WebhookHandleResult](MethodWebhookHandle)
+	WebhookHandle = Desc[WebhookHandleParams, WebhookHandleResult]{Name: MethodWebhookHandle}
 	// IngressPush turns one delivery into Event drafts.
-	IngressPush = describe[IngressPushParams, IngressPushResult](MethodIngressPush)
+	IngressPush = Desc[IngressPushParams, IngressPushResult]{Name: MethodIngressPush}
 )

@@ -118,4 +118,4 @@ func ObservationEnvelope(o Observation, typ string) (string, error) {
 }
 
 // IngressReconcile asks for one page of a source's scan.
-var IngressReconcile = describe[IngressReconcileParams, IngressReconcileResult](MethodIngressReconcile)
+var IngressReconcile = Desc[IngressReconcileParams, IngressReconcileResult]{Name: MethodIngressReconcile}

@@ -40,7 +40,7 @@ type EventRenderResult struct {
 }
 
 // EventRender asks a family's owner to render one of its Events.
-var EventRender = describe[EventRenderParams, EventRenderResult](MethodEventRender)
+var EventRender = Desc[EventRenderParams, EventRenderResult]{Name: MethodEventRender}
 
 // RenderGeneric is the rendering of an Event nobody renders for it: its
 // type, source, time and scope, then its payload's JSON indented, bounded

@@ -79,7 +79,7 @@ type RouteSamplesResult struct {
 // Routing methods whose wire types exist.
 var (
 	// RouteMatch asks a route handler for its verdict on one Event.
-	RouteMatch = describe[RouteMatchParams, RouteMatchResult](MethodRouteMatch)
+	RouteMatch = Desc[RouteMatchParams, RouteMatchResult]{Name: MethodRouteMatch}
 	// RouteSamples asks a route handler for named sample Events.
-	RouteSamples = describe[RouteSamplesParams, RouteSamplesResult](MethodRouteSamples)
+	RouteSamples = Desc[RouteSamplesParams, RouteSamplesResult]{Name: MethodRouteSamples}
 )

@@ -72,11 +72,11 @@ type RecurrenceNextResult struct {
 // Timer methods.
 var (
 	// TimerArm arms (or replaces) one of the extension's timers.
-	TimerArm = describe[TimerArmParams, TimerArmResult](MethodTimerArm)
+	TimerArm = Desc[TimerArmParams, TimerArmResult]{Name: MethodTimerArm}
 	// TimerCancel cancels one of the extension's timers.
-	TimerCancel = describe[TimerCancelParams, TimerCancelResult](MethodTimerCancel)
+	TimerCancel = Desc[TimerCancelParams, TimerCancelResult]{Name: MethodTimerCancel}
 	// RecurrenceNext asks a package for a rule's next occurrence.
-	RecurrenceNext = describe[RecurrenceNextParams, RecurrenceNextResult](MethodRecurrenceNext)
+	RecurrenceNext = Desc[RecurrenceNextParams, RecurrenceNextResult]{Name: MethodRecurrenceNext}
 )
 
 // TimerSource is the source of the Events extension's timers fire.

@@ -38,7 +38,7 @@ type WorkCancelResult struct{}
 // Work methods whose wire types exist.
 var (
 	// WorkKindTrigger picks a new Work's trigger input.
-	WorkKindTrigger = describe[WorkKindTriggerParams, WorkKindTriggerResult](MethodWorkKindTrigger)
+	WorkKindTrigger = Desc[WorkKindTriggerParams, WorkKindTriggerResult]{Name: MethodWorkKindTrigger}
 	// WorkCancel cancels Work of an own kind.
-	WorkCancel = describe[WorkCancelParams, WorkCancelResult](MethodWorkCancel)
+	WorkCancel = Desc[WorkCancelParams, WorkCancelResult]{Name: MethodWorkCancel}
 )
