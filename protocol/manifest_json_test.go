@@ -140,6 +140,18 @@ func fillRandom(r *rand.Rand, v reflect.Value, path string, seen map[string]bool
 				fillRandom(r, v.Index(i), path, seen)
 			}
 		}
+	case reflect.Map:
+		switch r.IntN(3) {
+		case 0: // nil
+		default:
+			v.Set(reflect.MakeMap(v.Type()))
+			for range r.IntN(3) {
+				k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+				fillRandom(r, k, path, seen)
+				fillRandom(r, e, path, seen)
+				v.SetMapIndex(k, e)
+			}
+		}
 	default:
 		panic("fillRandom: no case for " + v.Type().String())
 	}

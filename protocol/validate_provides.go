@@ -203,6 +203,9 @@ func isObjectSchema(v jsontext.Value) bool {
 	if v.Kind() != '{' {
 		return false
 	}
+	if is, sure := objectSchemaDirect(v); sure {
+		return is
+	}
 	var s struct {
 		Type jsontext.Value `json:"type"`
 	}
@@ -211,6 +214,28 @@ func isObjectSchema(v jsontext.Value) bool {
 	}
 	var t string
 	return json.Unmarshal(s.Type, &t) == nil && t == "object"
+}
+
+// objectSchemaDirect is isObjectSchema without json, whose first decoding
+// in a process is mostly reflection and fell on every extension's start
+// (the manifest is checked before it is served). It is sure of a value the
+// scanner takes whole (valid, no name twice) whose "type", if any, is not
+// a string with an escape.
+func objectSchemaDirect(v []byte) (is, sure bool) {
+	all := valueScanner{b: v}
+	if all.value(0) != len(v) {
+		return false, false
+	}
+	sure = true
+	end := walkObject(v, 0, func(name []byte, i int) int {
+		if string(name) == "type" && v[i] == '"' {
+			t, tEnd := rawString(v, i)
+			is = tEnd >= 0 && string(t) == "object"
+			sure = tEnd >= 0
+		}
+		return skipValue(v, i)
+	})
+	return is, sure && end == len(v)
 }
 
 func (c *manifestChecker) checkToolsets(p *Provides) {
