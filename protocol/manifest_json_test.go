@@ -202,3 +202,42 @@ func randomRaw(r *rand.Rand) jsontext.Value {
 	}
 	return jsontext.Value(v)
 }
+
+// TestManifestAppendJSONAnswerDecodes is what lets a host take an
+// initialize answer whose manifest bytes are its package manifest's, as
+// AppendJSON writes it, without decoding them: those bytes always decode as
+// an initialize result (so decoding could not have refused them), and in
+// canonical form they are the package manifest's canonical form (so the
+// comparison of the two declarations holds).
+func TestManifestAppendJSONAnswerDecodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 3))
+	checked := 0
+	for i := range 2000 {
+		var m Manifest
+		fillRandom(r, reflect.ValueOf(&m).Elem(), "Manifest", map[string]bool{})
+		b, err := m.AppendJSON(nil)
+		if err != nil {
+			continue
+		}
+		answer, err := InitializeResult{ProtocolVersion: 1, Manifest: m}.AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("case %d: the manifest was written, the answer not: %v", i, err)
+		}
+		var back InitializeResult
+		if err := json.Unmarshal(answer, &back); err != nil {
+			t.Fatalf("case %d: %s does not decode: %v", i, answer, err)
+		}
+		want, err := m.Canonical()
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		got := jsontext.Value(b)
+		if err := got.Canonicalize(); err != nil || !bytes.Equal(want, got) {
+			t.Fatalf("case %d: canonical form %s, of the written bytes %s (%v)", i, want, got, err)
+		}
+		checked++
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d of 2000 manifests were written", checked)
+	}
+}

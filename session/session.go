@@ -199,6 +199,10 @@ type Session struct {
 	// canon is the package manifest's canonical form, computed once: every
 	// launch compares the announced manifest with it.
 	canon func() ([]byte, error)
+	// written is the package manifest as the SDK writes it in its
+	// initialize answer (nil when it cannot be written so), computed once:
+	// an answer carrying exactly these bytes needs no decoding.
+	written func() []byte
 
 	// ctx is the session's life: Close cancels it, which ends a launch, a
 	// backoff sleep or a restart in progress at once.
@@ -241,6 +245,13 @@ func New(pkg Package, opts Options) (*Session, error) {
 		state:   StateStarting,
 		logger:  opts.Logger.With("extension", m.Name),
 		canon:   sync.OnceValues(m.Canonical),
+		written: sync.OnceValue(func() []byte {
+			b, err := m.AppendJSON(nil)
+			if err != nil {
+				return nil
+			}
+			return b
+		}),
 	}
 	argv, err := resolveCommand(m.Command, m.Name, pkg.Dir, opts.Self, protocol.IsHostRun(m.Command, m.Name))
 	if err != nil {

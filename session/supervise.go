@@ -31,10 +31,13 @@ func (s *Session) launch(ctx context.Context) error {
 			s.name, err, s.argv, s.pkg.Dir)
 	}
 	s.log.Note("started %s (pid %d)", strings.Join(s.argv, " "), p.pid)
-	// The package manifest's canonical form is ready before the initialize
-	// answer it is compared with: the host is otherwise idle while the
-	// process starts.
-	go s.canon()
+	// The package manifest's forms are ready before the initialize answer
+	// they are compared with: the host is otherwise idle while the process
+	// starts.
+	go func() {
+		s.written()
+		s.canon()
+	}()
 	conn := jsonrpc.New(p.out, p.in, jsonrpc.Options{
 		Peer:        "extension " + s.name,
 		Handlers:    s.table,
@@ -75,16 +78,17 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 	params.ProtocolVersions = s.opts.Versions
 	params.Host = s.opts.HostInfo
 	params.StateDir = s.opts.StateDir
-	res, err := jsonrpc.Invoke(ctx, conn, protocol.Initialize, params)
-	if err != nil {
+	ans := announced{written: s.written}
+	if err := conn.Call(ctx, protocol.Initialize.Name, params, &ans); err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
+	res := &ans.result
 	if !slices.Contains(s.opts.Versions, res.ProtocolVersion) || !slices.Contains(m.Protocol, res.ProtocolVersion) {
 		return 0, protocol.MethodInitialize, protocol.Errorf(protocol.ErrUnsupportedProtocolVersion,
 			"extension %s answered protocol version %d, which is not one both sides speak (host %v, manifest %v)",
 			s.name, res.ProtocolVersion, s.opts.Versions, m.Protocol)
 	}
-	if !s.sameManifest(&res.Manifest) {
+	if !ans.verbatim && !s.sameManifest(&res.Manifest) {
 		return 0, protocol.MethodInitialize, protocol.Errorf(protocol.ErrManifestMismatch,
 			"extension %s announced a manifest that differs from %s (first difference: %s); the binary and the manifest are from different releases: reinstall the package",
 			s.name, protocol.ManifestFile, m.Diff(&res.Manifest))
