@@ -101,36 +101,60 @@ func (s *started) callBroker(ctx context.Context, method string, body any) ([]by
 	return s.ext.Call(ctx, method, workload.MustJSON(map[string]any{"broker": s.broker, "body": body}))
 }
 
-func (r *pluginRunner) round(f figures) error {
+// coldWarm times a cold start (a fresh copy of the binary, to its first
+// answered call) and a warm restart (the same binary again), and returns
+// the restarted plugin and the binary.
+func (r *pluginRunner) coldWarm(f figures, host *pluginHost) (*started, string, error) {
 	ctx := context.Background()
-	host := &pluginHost{stamps: newStamps()}
 	echo := workload.Echo{Text: workload.EchoText}
-
 	fresh, err := freshCopy(r.bins.plugin, r.work)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	t := time.Now()
 	s, err := r.start(fresh, host, 1)
 	if err != nil {
-		return err
+		return nil, fresh, err
 	}
 	if _, err := s.call(ctx, "Echo", echo); err != nil {
-		return err
+		s.client.Kill()
+		return nil, fresh, err
 	}
 	f.add("cold_start_ms", ms(time.Since(t)))
 	s.client.Kill()
 
 	t = time.Now()
 	if s, err = r.start(fresh, host, 1); err != nil {
-		return err
+		return nil, fresh, err
 	}
 	if _, err := s.call(ctx, "Echo", echo); err != nil {
-		return err
+		s.client.Kill()
+		return nil, fresh, err
 	}
 	f.add("warm_restart_ms", ms(time.Since(t)))
+	return s, fresh, nil
+}
 
-	t = time.Now()
+func (r *pluginRunner) starts(f figures) error {
+	s, _, err := r.coldWarm(f, &pluginHost{stamps: newStamps()})
+	if err != nil {
+		return err
+	}
+	s.client.Kill()
+	return nil
+}
+
+func (r *pluginRunner) round(f figures) error {
+	ctx := context.Background()
+	host := &pluginHost{stamps: newStamps()}
+	echo := workload.Echo{Text: workload.EchoText}
+
+	s, fresh, err := r.coldWarm(f, host)
+	if err != nil {
+		return err
+	}
+
+	t := time.Now()
 	if bad, err := r.start(fresh, host, 99); err == nil {
 		bad.client.Kill()
 		return fmt.Errorf("go-plugin accepted a version mismatch")

@@ -168,41 +168,61 @@ func (c *libChild) echo(ctx context.Context, in workload.Echo) error {
 	return nil
 }
 
+// coldWarm times a cold start (a fresh copy of the binary, to its first
+// answered call) and a warm restart (the same binary again), and returns
+// the restarted child and the binary.
+func (r *libraryRunner) coldWarm(f figures, host *libHost) (*libChild, string, error) {
+	ctx := context.Background()
+	echo := workload.Echo{Text: workload.EchoText}
+	fresh, err := freshCopy(r.bins.library, r.work)
+	if err != nil {
+		return nil, "", err
+	}
+	t := time.Now()
+	c, err := startLibrary(fresh, host)
+	if err != nil {
+		return nil, fresh, err
+	}
+	if err := c.echo(ctx, echo); err != nil {
+		return nil, fresh, fmt.Errorf("cold start: %w", err)
+	}
+	f.add("cold_start_ms", ms(time.Since(t)))
+	c.close()
+
+	t = time.Now()
+	if c, err = startLibrary(fresh, host); err != nil {
+		return nil, fresh, err
+	}
+	if err := c.echo(ctx, echo); err != nil {
+		return nil, fresh, fmt.Errorf("warm restart: %w", err)
+	}
+	f.add("warm_restart_ms", ms(time.Since(t)))
+	return c, fresh, nil
+}
+
+func (r *libraryRunner) starts(f figures) error {
+	c, _, err := r.coldWarm(f, newLibHost())
+	if err != nil {
+		return err
+	}
+	c.close()
+	return nil
+}
+
 func (r *libraryRunner) round(f figures) error {
 	ctx := context.Background()
 	host := newLibHost()
 	echo := workload.Echo{Text: workload.EchoText}
 
-	// Cold start: a fresh copy of the binary, to its first answered call.
-	fresh, err := freshCopy(r.bins.library, r.work)
+	c, fresh, err := r.coldWarm(f, host)
 	if err != nil {
 		return err
 	}
-	t := time.Now()
-	c, err := startLibrary(fresh, host)
-	if err != nil {
-		return err
-	}
-	if err := c.echo(ctx, echo); err != nil {
-		return fmt.Errorf("cold start: %w", err)
-	}
-	f.add("cold_start_ms", ms(time.Since(t)))
-	c.close()
-
-	// Warm restart: the same binary again.
-	t = time.Now()
-	if c, err = startLibrary(fresh, host); err != nil {
-		return err
-	}
-	if err := c.echo(ctx, echo); err != nil {
-		return fmt.Errorf("warm restart: %w", err)
-	}
-	f.add("warm_restart_ms", ms(time.Since(t)))
 
 	// Version refusal: the library has no handshake, so the workload's one
 	// initialize call offers a version the extension does not speak, and
 	// the figure runs to the refused process reaped, as ours does.
-	t = time.Now()
+	t := time.Now()
 	bad, err := startLibrary(fresh, host)
 	if err != nil {
 		return err

@@ -33,10 +33,15 @@ type config struct {
 	perWorker  int
 	cancels    int
 	crashes    int
+	// starts is how many more cold starts and warm restarts each transport
+	// makes a round besides its round's own, taking turns with the others:
+	// a start is one sample of a few milliseconds, and one a round left the
+	// ratios between transports to whatever else the machine did then.
+	starts int
 }
 
-var full = config{rounds: 5, echoes: 2000, callbacks: 1000, artifact: 16 << 20, concurrent: 32, perWorker: 50, cancels: 20, crashes: 3}
-var short = config{rounds: 1, echoes: 100, callbacks: 50, artifact: 1 << 20, concurrent: 4, perWorker: 10, cancels: 3, crashes: 1}
+var full = config{rounds: 5, echoes: 2000, callbacks: 1000, artifact: 16 << 20, concurrent: 32, perWorker: 50, cancels: 20, crashes: 3, starts: 6}
+var short = config{rounds: 1, echoes: 100, callbacks: 50, artifact: 1 << 20, concurrent: 4, perWorker: 10, cancels: 3, crashes: 1, starts: 1}
 
 // figures are one transport's results: name → samples.
 type figures map[string][]float64
@@ -80,6 +85,13 @@ func main() {
 	}
 	start := time.Now()
 	for round := 0; round < cfg.rounds; round++ {
+		fmt.Fprintf(os.Stderr, "round %d/%d: starts\n", round+1, cfg.rounds)
+		for k := range cfg.starts {
+			for i := range runners {
+				r := runners[(i+k)%len(runners)]
+				check(r.starts(results[r.name()]))
+			}
+		}
 		// Rotate the order each round so none always runs first.
 		for i := range runners {
 			r := runners[(i+round)%len(runners)]
@@ -119,6 +131,9 @@ func main() {
 type runner interface {
 	name() string
 	round(f figures) error
+	// starts times one more cold start and warm restart, leaving nothing
+	// running.
+	starts(f figures) error
 }
 
 // binaries are the built extensions and their sizes.

@@ -84,6 +84,50 @@ func (h *benchHost) table() *jsonrpc.Table {
 	return t
 }
 
+// coldWarm times a cold start (a fresh copy of the binary, to its first
+// answered call) and a warm restart (the same binary again), and returns
+// the restarted session.
+func (r *oursRunner) coldWarm(f figures, host *benchHost) (*session.Session, session.Package, error) {
+	ctx := context.Background()
+	echo := workload.Echo{Text: workload.EchoText}
+	fresh, err := freshCopy(r.bins.ours, r.work)
+	if err != nil {
+		return nil, session.Package{}, err
+	}
+	pkg, err := benchbin.PackageAs(fresh, r.bins.ours)
+	if err != nil {
+		return nil, pkg, err
+	}
+	t := time.Now()
+	s, err := r.start(pkg, host, nil)
+	if err != nil {
+		return nil, pkg, err
+	}
+	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		return nil, pkg, err
+	}
+	f.add("cold_start_ms", ms(time.Since(t)))
+	s.Close(ctx)
+
+	t = time.Now()
+	if s, err = r.start(pkg, host, nil); err != nil {
+		return nil, pkg, err
+	}
+	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		return nil, pkg, err
+	}
+	f.add("warm_restart_ms", ms(time.Since(t)))
+	return s, pkg, nil
+}
+
+func (r *oursRunner) starts(f figures) error {
+	s, _, err := r.coldWarm(f, newBenchHost())
+	if err != nil {
+		return err
+	}
+	return s.Close(context.Background())
+}
+
 func (r *oursRunner) start(pkg session.Package, host *benchHost, versions []int) (*session.Session, error) {
 	return session.Start(context.Background(), pkg, session.Options{
 		Host:       host.table(),
@@ -114,39 +158,13 @@ func (r *oursRunner) round(f figures) error {
 	host := newBenchHost()
 	echo := workload.Echo{Text: workload.EchoText}
 
-	// Cold start: a fresh copy of the binary, to its first answered call.
-	fresh, err := freshCopy(r.bins.ours, r.work)
+	s, pkg, err := r.coldWarm(f, host)
 	if err != nil {
 		return err
 	}
-	pkg, err := benchbin.Package(fresh)
-	if err != nil {
-		return err
-	}
-	t := time.Now()
-	s, err := r.start(pkg, host, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
-		return err
-	}
-	f.add("cold_start_ms", ms(time.Since(t)))
-	s.Close(ctx)
-
-	// Warm restart: the same binary again.
-	t = time.Now()
-	s, err = r.start(pkg, host, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
-		return err
-	}
-	f.add("warm_restart_ms", ms(time.Since(t)))
 
 	// Version refusal.
-	t = time.Now()
+	t := time.Now()
 	if _, err := r.start(pkg, host, []int{99}); !errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {
 		return fmt.Errorf("version refusal: %v", err)
 	}

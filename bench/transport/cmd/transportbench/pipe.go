@@ -67,32 +67,55 @@ func rpcLine(id int64) []byte {
 	return append(b, '\n')
 }
 
-func (r *pipeRunner) round(f figures) error {
+// coldWarm times a cold start (a fresh copy of the binary, to its first
+// line back) and a warm restart (the same binary again), and returns the
+// restarted child and the binary.
+func (r *pipeRunner) coldWarm(f figures) (*pipeChild, string, error) {
 	msg := rpcLine(1)
-
 	fresh, err := freshCopy(r.bins.pipe, r.work)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	t := time.Now()
 	c, err := startPipe(fresh)
 	if err != nil {
-		return err
+		return nil, fresh, err
 	}
 	if _, err := c.line(msg); err != nil {
-		return err
+		c.close()
+		return nil, fresh, err
 	}
 	f.add("cold_start_ms", ms(time.Since(t)))
 	c.close()
 
 	t = time.Now()
 	if c, err = startPipe(fresh); err != nil {
-		return err
+		return nil, fresh, err
 	}
 	if _, err := c.line(msg); err != nil {
-		return err
+		c.close()
+		return nil, fresh, err
 	}
 	f.add("warm_restart_ms", ms(time.Since(t)))
+	return c, fresh, nil
+}
+
+func (r *pipeRunner) starts(f figures) error {
+	c, _, err := r.coldWarm(f)
+	if err != nil {
+		return err
+	}
+	c.close()
+	return nil
+}
+
+func (r *pipeRunner) round(f figures) error {
+	msg := rpcLine(1)
+
+	c, fresh, err := r.coldWarm(f)
+	if err != nil {
+		return err
+	}
 
 	lat := make([]time.Duration, 0, r.cfg.echoes)
 	for i := 0; i < r.cfg.echoes; i++ {
