@@ -76,10 +76,21 @@ type lane struct {
 	line    []byte       // the answer line as written
 }
 
+// laneStart is the room a lane's answer buffers start with: initialize's
+// answer (the manifest) fits, where growing from empty went through every
+// size class on the way, each a fresh page in a new process.
+const laneStart = 4 << 10
+
+func newLane() *lane {
+	l := &lane{line: make([]byte, 0, laneStart)}
+	l.answer.Grow(laneStart)
+	return l
+}
+
 // reader holds the reader role until reading ends, parking as the spare
 // between the calls it served whose release passed the role on.
 func (c *Conn) reader() {
-	l := new(lane)
+	l := newLane()
 	for c.readLines(l) {
 		if !c.park() {
 			return

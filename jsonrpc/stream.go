@@ -29,6 +29,14 @@ var errWriteBlocked = errors.New("the peer is not reading its input")
 // connection and no measurable cost to a start.
 const readBufferSize = 512 << 10
 
+// readBufferStart is the buffer a connection starts with. Most never see
+// a line longer than this (requests, answers, Events); the first that
+// does gives the connection a readBufferSize buffer for good. Allocating
+// the full size up front was about 30 µs of a new extension process's
+// start (a large span, in a heap that had to grow for it), on the way to
+// its first answer.
+const readBufferStart = 64 << 10
+
 // deadliner is a writer whose blocked writes can be bounded (a pollable
 // *os.File, a net.Conn).
 type deadliner interface {
@@ -100,7 +108,7 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 		w:            w,
 		maxLine:      maxLine,
 		writeTimeout: writeTimeout,
-		buf:          make([]byte, readBufferSize),
+		buf:          make([]byte, readBufferStart),
 		eof:          make(chan struct{}),
 	}
 	g.closeR, _ = r.(io.Closer)
@@ -200,6 +208,12 @@ func (g *guard) makeRoom() {
 	if pending < len(g.buf) {
 		copy(g.buf, g.buf[g.start:g.end])
 		g.start, g.end = 0, pending
+		return
+	}
+	if len(g.buf) < readBufferSize && g.spare == nil {
+		bigger := make([]byte, readBufferSize)
+		copy(bigger, g.buf[g.start:g.end])
+		g.buf, g.start, g.end = bigger, 0, pending
 		return
 	}
 	size := min(2*len(g.buf), g.maxLine+2)

@@ -60,6 +60,34 @@ func TestLineReaderAcrossReadsAndLongLines(t *testing.T) {
 	}
 }
 
+// TestLineReaderGrowsItsBufferOnceForLongLines: a connection starts with a
+// small buffer; the first line longer than it gives the reader the full
+// buffer for good, in which that line and the long lines after it are read
+// in place (not in a buffer of their own, as one past the full size is).
+func TestLineReaderGrowsItsBufferOnceForLongLines(t *testing.T) {
+	long := strings.Repeat("c", 2*readBufferStart)
+	want := []string{"a", long, "b", long, long, "z"}
+	g := newGuard(&chunkReader{data: []byte(strings.Join(want, "\n") + "\n"), chunk: 4096}, io.Discard, 4*readBufferSize, time.Second)
+	if len(g.buf) != readBufferStart {
+		t.Fatalf("a new reader's buffer is %d bytes, want %d", len(g.buf), readBufferStart)
+	}
+	for i, w := range want {
+		line, err := g.readFrame(context.Background())
+		if err != nil || string(line) != w {
+			t.Fatalf("line %d: %d bytes, %v", i, len(line), err)
+		}
+		if g.owned {
+			t.Fatalf("line %d (%d bytes) was read into a buffer of its own", i, len(w))
+		}
+		if wantLen := readBufferSize; i > 0 && len(g.buf) != wantLen {
+			t.Fatalf("after line %d the buffer is %d bytes, want %d", i, len(g.buf), wantLen)
+		}
+	}
+	if g.spare != nil {
+		t.Fatal("the grown buffer left a spare behind")
+	}
+}
+
 // TestLineReaderBoundAndCutOffLine ends reading on a line over the bound,
 // with or without its newline, and reports a last line without one as cut
 // off.
