@@ -59,6 +59,7 @@ func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, 
 	}
 	op := &operation{inputSchema: schema, inputSchemaJSON: schema.JSON(), kind: protocol.OperationHandler}
 	dec := newInputDecoder(schema, t)
+	out := newFlatCodec(reflect.TypeFor[Out]())
 	decode := func(input protocol.Payload, in *In) error {
 		if raw {
 			reflect.ValueOf(in).Elem().Set(reflect.ValueOf(input))
@@ -87,7 +88,7 @@ func Handler[In, Out any](fn func(ctx context.Context, r *Request, in In) (Out, 
 			f.out = *new(Out)
 			return protocol.OperationCallResult{}, err
 		}
-		res, err := encodeOutput(schema, &f.out)
+		res, err := encodeOutput(schema, out, &f.out)
 		f.out = *new(Out)
 		return res, err
 	}
@@ -112,6 +113,9 @@ type inputDecoder struct {
 	// raw is schema compiled to check the encoded input in place; nil when
 	// it cannot be, and every input takes decodeInput's two passes.
 	raw *rawCheck
+	// flat decodes an input raw accepts without the JSON package; nil
+	// when the input type is not flat (newFlatCodec).
+	flat *flatCodec
 }
 
 // newInputDecoder compiles schema for inputs decoded into t. A t whose
@@ -122,6 +126,7 @@ func newInputDecoder(schema *Schema, t reflect.Type) *inputDecoder {
 	d := &inputDecoder{schema: schema}
 	if !decodesWithMethods(t, map[reflect.Type]bool{}) {
 		d.raw = compileRaw(schema)
+		d.flat = newFlatCodec(t)
 	}
 	return d
 }
@@ -170,10 +175,14 @@ func decodeInput[T any](d *inputDecoder, data jsontext.Value, v *T) error {
 		data = jsontext.Value("{}")
 	}
 	if d.raw != nil {
-		if json.Unmarshal(data, v, strictInput) == nil && d.raw.accepts(data) {
+		if d.flat != nil && d.raw.accepts(data) && d.flat.decode(data, reflect.ValueOf(v).Elem()) {
 			return nil
 		}
 		var zero T
+		*v = zero
+		if json.Unmarshal(data, v, strictInput) == nil && d.raw.accepts(data) {
+			return nil
+		}
 		*v = zero
 	}
 	return decodeInputChecked(d.schema, data, v)
@@ -202,9 +211,14 @@ func decodeInputChecked(schema *Schema, data jsontext.Value, v any) error {
 // sends a Payload as it is. It takes the output by pointer: marshalling a
 // value held in an interface would copy it to the heap twice (the boxing,
 // then an addressable copy), for the same bytes.
-func encodeOutput[Out any](schema string, out *Out) (protocol.OperationCallResult, error) {
+func encodeOutput[Out any](schema string, flat *flatCodec, out *Out) (protocol.OperationCallResult, error) {
 	if p, ok := any(*out).(protocol.Payload); ok {
 		return protocol.OperationCallResult{Output: p}, nil
+	}
+	if flat != nil {
+		if b, ok := flat.encode(nil, reflect.ValueOf(out).Elem()); ok {
+			return protocol.OperationCallResult{Output: protocol.Payload{Schema: schema, Data: b}}, nil
+		}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -118,29 +118,34 @@ func TestEncodeOutputIsMarshalOfTheValue(t *testing.T) {
 			return
 		}
 		want, wantErr := json.Marshal(out)
-		if (err == nil) != (wantErr == nil) || string(res.Output.Data) != string(want) || (err == nil && res.Output.Schema != "s.v1") ||
+		if (err == nil) != (wantErr == nil) || (err == nil && string(res.Output.Data) != string(want)) || (err == nil && res.Output.Schema != "s.v1") ||
 			(err != nil && err.Error() != "encoding output: "+wantErr.Error()) {
 			t.Errorf("%s: %s %q %v, want %s %v", name, res.Output.Data, res.Output.Schema, err, want, wantErr)
 		}
 	}
+	// flatOf is the codec Handler would give the output's type.
+	flatOf := func(v any) *flatCodec { return newFlatCodec(reflect.TypeOf(v).Elem()) }
 	echo := echoIn{Text: "a\u2028<b>"}
-	res, err := encodeOutput("s.v1", &echo)
+	res, err := encodeOutput("s.v1", flatOf(&echo), &echo)
 	check("struct", echo, res, err)
 	var nilPtr *echoIn
-	res, err = encodeOutput("s.v1", &nilPtr)
+	res, err = encodeOutput("s.v1", flatOf(&nilPtr), &nilPtr)
 	check("nil pointer", nilPtr, res, err)
 	pm := ptrMarshaler{N: 1}
-	res, err = encodeOutput("s.v1", &pm)
+	res, err = encodeOutput("s.v1", flatOf(&pm), &pm)
 	check("pointer-receiver marshaler", pm, res, err)
 	var nothing any
-	res, err = encodeOutput("s.v1", &nothing)
+	res, err = encodeOutput("s.v1", flatOf(&nothing), &nothing)
 	check("nil any", nothing, res, err)
 	var inAny any = payload
-	res, err = encodeOutput("s.v1", &inAny)
+	res, err = encodeOutput("s.v1", flatOf(&inAny), &inAny)
 	check("payload in any", inAny, res, err)
-	res, err = encodeOutput("s.v1", &payload)
+	res, err = encodeOutput("s.v1", flatOf(&payload), &payload)
 	check("payload", payload, res, err)
+	bad := echoIn{Text: "\xff"}
+	res, err = encodeOutput("s.v1", flatOf(&bad), &bad)
+	check("flat, not UTF-8", bad, res, err)
 	ch := make(chan int)
-	res, err = encodeOutput("s.v1", &ch)
+	res, err = encodeOutput("s.v1", flatOf(&ch), &ch)
 	check("unencodable", ch, res, err)
 }
