@@ -1,5 +1,6 @@
 // Package jsonlex is the two lexing steps the hand-written JSON readers of
-// jsonrpc's request scan and the SDK's in-place schema check share:
+// jsonrpc's request scan and the SDK's in-place schema check and flat
+// codec share:
 // skipping whitespace and finding where a string ends. What each reader
 // accepts beyond that is its own, held by its own fuzz test to the decoder
 // it stands in for. protocol's envelope and chunk codecs keep a whitespace
