@@ -395,3 +395,18 @@ func plainString(s []byte) bool {
 	}
 	return ascii || utf8.Valid(s)
 }
+
+// UnmarshalJSONOnePass decodes shutdown's params: an empty object
+// directly, anything else (a member, which json ignores, or invalid JSON,
+// which it refuses) as json.Unmarshal does.
+func (p *ShutdownParams) UnmarshalJSONOnePass(data []byte) error {
+	if i := skipSpace(data, 0); i < len(data) && data[i] == '{' {
+		if j := skipSpace(data, i+1); j < len(data) && data[j] == '}' && skipSpace(data, j+1) == len(data) {
+			return nil
+		}
+	}
+	return json.Unmarshal(data, p)
+}
+
+// AppendJSON appends the result as json.Marshal writes it: {}.
+func (ShutdownResult) AppendJSON(b []byte) ([]byte, error) { return append(b, '{', '}'), nil }

@@ -23,6 +23,7 @@ var handshakeCases = []struct {
 }{
 	{"daemon_initialize", daemonInitialize, true},
 	{"empty", `{}`, true},
+	{"empty_spaced", " { } ", true},
 	{"spaced", " { \"protocol_versions\" : [ 1 , 2 ] ,\n\"host\" : { \"version\" : \"v\" , \"name\" : \"h\" } } \r\n", true},
 	{"every_initialize_member", `{"protocol_versions":[],"host":{},"state_dir":"s","config_dir":"c","executor_dirs":{},"resource_dirs":{"a":"1","b":"2"},"container_dirs":{"é":"ü"},"container_host":"h","artifact_window":-3}`, true},
 	{"configure", `{"generation":{"id":7,"hash":"abc"},"entries":[{"scope":"s","type":"t","name":"n","config":{"a":[1,{"b":null}]},"connection":"c","binding_connections":["x","y"]}],"connections":[{"name":"gh","type":"github","config":{ "org" : "x" },"secrets":["token"]}],"disabled":[],"public_url":"https://x","dry_run":true,"kv":{"stored":1,"declared":2}}`, true},
@@ -173,6 +174,7 @@ func TestConfigureResultAppendJSONWritesWhatMarshalWrites(t *testing.T) {
 		compareAppend(t, i, res)
 	}
 	compareAppend(t, -1, ConfigureResult{})
+	compareAppend(t, -1, ShutdownResult{})
 	walkFields(reflect.TypeFor[ConfigureResult](), "ConfigureResult", func(p string) {
 		if !seen[p] {
 			t.Errorf("field never filled: %s", p)
@@ -233,6 +235,7 @@ func compareHandshakeDecode(t *testing.T, raw []byte) {
 	t.Helper()
 	compareOnePass[InitializeParams](t, raw)
 	compareOnePass[ConfigureParams](t, raw)
+	compareOnePass[ShutdownParams](t, raw)
 }
 
 func compareOnePass[T any, P interface {
