@@ -166,10 +166,12 @@ func decodesWithMethods(t reflect.Type, seen map[reflect.Type]bool) bool {
 }
 
 // decodeInput decodes data into *v as decodeInputChecked does, in one
-// decode when it can: strictly into *v, then a scan of data that proves
-// the schema check would pass. Anything else (a decode error, a check that
-// fails or that the scan cannot prove) starts again from a zero *v through
-// decodeInputChecked, so every outcome and error is the same.
+// pass when it can: a scan of data that proves the schema check would
+// pass, then, for a flat input type, the flat codec's decode. Failing
+// that, strictly into *v with the JSON package, then the scan. Anything
+// else (a decode error, a check that fails or that the scan cannot prove)
+// starts again from a zero *v through decodeInputChecked, so every outcome
+// and error is the same.
 func decodeInput[T any](d *inputDecoder, data jsontext.Value, v *T) error {
 	if len(data) == 0 {
 		data = jsontext.Value("{}")
