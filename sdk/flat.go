@@ -15,8 +15,9 @@ import (
 
 // flatCodec reads and writes an operation's input or output struct
 // directly when every field the JSON package would touch is a string, a
-// bool or an integer of a predeclared type, named plainly: the shape of
-// most operations' inputs and outputs. The JSON package's first decoding
+// bool or an integer of a predeclared type (a type of the author's own may
+// carry methods or a format): the shape of most operations' inputs and
+// outputs. The JSON package's first decoding
 // or encoding of a type is mostly reflection over it, about 100 µs of
 // every new extension process's first call, and its per-call cost is its
 // general machinery. Anything the codec is not sure of (an escaped
