@@ -184,6 +184,7 @@ func (r *libraryRunner) coldWarm(f figures, host *libHost) (*libChild, string, e
 		return nil, fresh, err
 	}
 	if err := c.echo(ctx, echo); err != nil {
+		c.close()
 		return nil, fresh, fmt.Errorf("cold start: %w", err)
 	}
 	f.add("cold_start_ms", ms(time.Since(t)))
@@ -194,6 +195,7 @@ func (r *libraryRunner) coldWarm(f figures, host *libHost) (*libChild, string, e
 		return nil, fresh, err
 	}
 	if err := c.echo(ctx, echo); err != nil {
+		c.close()
 		return nil, fresh, fmt.Errorf("warm restart: %w", err)
 	}
 	f.add("warm_restart_ms", ms(time.Since(t)))

@@ -104,6 +104,7 @@ func (r *oursRunner) coldWarm(f figures, host *benchHost) (*session.Session, ses
 		return nil, pkg, err
 	}
 	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		s.Close(ctx)
 		return nil, pkg, err
 	}
 	f.add("cold_start_ms", ms(time.Since(t)))
@@ -114,6 +115,7 @@ func (r *oursRunner) coldWarm(f figures, host *benchHost) (*session.Session, ses
 		return nil, pkg, err
 	}
 	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		s.Close(ctx)
 		return nil, pkg, err
 	}
 	f.add("warm_restart_ms", ms(time.Since(t)))
