@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf8"
 
@@ -35,8 +36,7 @@ func (p *InitializeParams) UnmarshalJSONOnePass(data []byte) error {
 // decode reads the params directly; it reports false, with p perhaps
 // half-filled, when it leaves them to json.
 func (p *InitializeParams) decode(b []byte) bool {
-	var seen members
-	i := walkObject(b, skipSpace(b, 0), func(name []byte, i int) int {
+	i := readObject(b, skipSpace(b, 0), func(name []byte, i int) int {
 		switch string(name) {
 		case "protocol_versions":
 			p.ProtocolVersions, i = readInts(b, i)
@@ -61,14 +61,13 @@ func (p *InitializeParams) decode(b []byte) bool {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 	return i >= 0 && skipSpace(b, i) == len(b)
 }
 
 func readHostInfo(b []byte, i int, h *HostInfo) int {
-	var seen members
-	return walkObject(b, i, func(name []byte, i int) int {
+	return readObject(b, i, func(name []byte, i int) int {
 		switch string(name) {
 		case "name":
 			h.Name, i = readString(b, i)
@@ -77,7 +76,7 @@ func readHostInfo(b []byte, i int, h *HostInfo) int {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 }
 
@@ -98,8 +97,7 @@ func (p *ConfigureParams) UnmarshalJSONOnePass(data []byte) error {
 // decode reads the params directly; it reports false, with p perhaps
 // half-filled, when it leaves them to json.
 func (p *ConfigureParams) decode(b []byte) bool {
-	var seen members
-	i := walkObject(b, skipSpace(b, 0), func(name []byte, i int) int {
+	i := readObject(b, skipSpace(b, 0), func(name []byte, i int) int {
 		switch string(name) {
 		case "generation":
 			i = readGeneration(b, i, &p.Generation)
@@ -122,14 +120,13 @@ func (p *ConfigureParams) decode(b []byte) bool {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 	return i >= 0 && skipSpace(b, i) == len(b)
 }
 
 func readGeneration(b []byte, i int, g *Generation) int {
-	var seen members
-	return walkObject(b, i, func(name []byte, i int) int {
+	return readObject(b, i, func(name []byte, i int) int {
 		switch string(name) {
 		case "id":
 			g.ID, i = readInt(b, i)
@@ -138,13 +135,12 @@ func readGeneration(b []byte, i int, g *Generation) int {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 }
 
 func readKVLayout(b []byte, i int, kv *KVLayout) int {
-	var seen members
-	return walkObject(b, i, func(name []byte, i int) int {
+	return readObject(b, i, func(name []byte, i int) int {
 		var n int64
 		switch string(name) {
 		case "stored":
@@ -156,7 +152,7 @@ func readKVLayout(b []byte, i int, kv *KVLayout) int {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 }
 
@@ -172,8 +168,7 @@ func readEntries(b []byte, i int) ([]Entry, int) {
 }
 
 func readEntry(b []byte, i int, e *Entry) int {
-	var seen members
-	return walkObject(b, i, func(name []byte, i int) int {
+	return readObject(b, i, func(name []byte, i int) int {
 		switch string(name) {
 		case "scope":
 			e.Scope, i = readString(b, i)
@@ -190,13 +185,12 @@ func readEntry(b []byte, i int, e *Entry) int {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 }
 
 func readConnection(b []byte, i int, c *Connection) int {
-	var seen members
-	return walkObject(b, i, func(name []byte, i int) int {
+	return readObject(b, i, func(name []byte, i int) int {
 		switch string(name) {
 		case "name":
 			c.Name, i = readString(b, i)
@@ -209,7 +203,7 @@ func readConnection(b []byte, i int, c *Connection) int {
 		default:
 			return -1
 		}
-		return seen.first(name, i)
+		return i
 	})
 }
 
@@ -233,28 +227,27 @@ func (r ConfigureResult) AppendJSON(b []byte) ([]byte, error) {
 	return w.b, nil
 }
 
-// members remembers the names an object's reader has taken, so a name
-// that comes twice (json refuses it) is left to json. The objects here have
-// at most nine members; a short list beats a map.
-type members struct {
-	names [12]string
-	n     int
-}
-
-// first records name once its value has been read up to i, and returns i;
-// it returns -1 when name came before or the value could not be read.
-func (m *members) first(name []byte, i int) int {
-	if i < 0 || m.n == len(m.names) {
-		return -1
-	}
-	for _, n := range m.names[:m.n] {
-		if n == string(name) {
+// readObject is walkObject for an object whose members are each read
+// once: member reads the value of a name it knows and returns -1 for any
+// other. A name that comes twice (json refuses it) leaves the object to
+// json. The objects here have at most nine members; a short list of the
+// names seen, slices of b, beats a map.
+func readObject(b []byte, i int, member func(name []byte, i int) int) int {
+	var seen [12][]byte
+	n := 0
+	return walkObject(b, i, func(name []byte, i int) int {
+		if n == len(seen) {
 			return -1
 		}
-	}
-	m.names[m.n] = string(name)
-	m.n++
-	return i
+		for _, s := range seen[:n] {
+			if bytes.Equal(s, name) {
+				return -1
+			}
+		}
+		seen[n] = name
+		n++
+		return member(name, i)
+	})
 }
 
 // readArray reads the array at b[i], calling each with the index of every
