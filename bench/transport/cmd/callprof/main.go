@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	json "github.com/go-json-experiment/json"
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/open-conduit/open-conduit/bench/transport/internal/benchbin"
@@ -185,45 +184,19 @@ func startOurs(work, profile string) (transport, error) {
 }
 
 func (o *ours) echo() error {
-	data, err := json.Marshal(o.in)
-	if err != nil {
-		return err
+	out, err := benchbin.Call[workload.Echo](context.Background(), o.s, "bench.echo", o.in)
+	if err == nil && out.Text != o.in.Text {
+		err = fmt.Errorf("answered %q", out.Text)
 	}
-	var res protocol.OperationCallResult
-	if err := o.s.Call(context.Background(), protocol.MethodOperationCall, protocol.OperationCallParams{
-		Operation: "bench.echo", Input: protocol.Payload{Data: data},
-	}, &res); err != nil {
-		return err
-	}
-	var out workload.Echo
-	if err := json.Unmarshal(res.Output.Data, &out); err != nil {
-		return err
-	}
-	if out.Text != o.in.Text {
-		return fmt.Errorf("answered %q", out.Text)
-	}
-	return nil
+	return err
 }
 
 func (o *ours) upload(bytes, chunk int) error {
-	data, err := json.Marshal(workload.Upload{Bytes: bytes, Chunk: chunk})
-	if err != nil {
-		return err
+	out, err := benchbin.Call[workload.Uploaded](context.Background(), o.s, "bench.upload", workload.Upload{Bytes: bytes, Chunk: chunk})
+	if err == nil && out.Size != int64(bytes) {
+		err = fmt.Errorf("uploaded %d bytes of %d", out.Size, bytes)
 	}
-	var res protocol.OperationCallResult
-	if err := o.s.Call(context.Background(), protocol.MethodOperationCall, protocol.OperationCallParams{
-		Operation: "bench.upload", Input: protocol.Payload{Data: data},
-	}, &res); err != nil {
-		return err
-	}
-	var out workload.Uploaded
-	if err := json.Unmarshal(res.Output.Data, &out); err != nil {
-		return err
-	}
-	if out.Size != int64(bytes) {
-		return fmt.Errorf("uploaded %d bytes of %d", out.Size, bytes)
-	}
-	return nil
+	return err
 }
 
 // artifactTable serves the artifact methods as transportbench's host does:

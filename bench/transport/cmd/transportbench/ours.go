@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	json "github.com/go-json-experiment/json"
-
 	"github.com/open-conduit/open-conduit/bench/transport/internal/benchbin"
 	"github.com/open-conduit/open-conduit/bench/transport/workload"
 	"github.com/open-conduit/open-conduit/jsonrpc"
@@ -103,7 +101,7 @@ func (r *oursRunner) coldWarm(f figures, host *benchHost) (*session.Session, ses
 	if err != nil {
 		return nil, pkg, err
 	}
-	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+	if _, err := benchbin.Call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
 		s.Close(ctx)
 		return nil, pkg, err
 	}
@@ -114,7 +112,7 @@ func (r *oursRunner) coldWarm(f figures, host *benchHost) (*session.Session, ses
 	if s, err = r.start(pkg, host, nil); err != nil {
 		return nil, pkg, err
 	}
-	if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+	if _, err := benchbin.Call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
 		s.Close(ctx)
 		return nil, pkg, err
 	}
@@ -140,21 +138,6 @@ func (r *oursRunner) start(pkg session.Package, host *benchHost, versions []int)
 	})
 }
 
-func call[Out any](ctx context.Context, s *session.Session, op string, in any) (Out, error) {
-	var out Out
-	data, err := json.Marshal(in)
-	if err != nil {
-		return out, err
-	}
-	var res protocol.OperationCallResult
-	if err := s.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
-		Operation: op, Input: protocol.Payload{Data: data},
-	}, &res); err != nil {
-		return out, err
-	}
-	return out, json.Unmarshal(res.Output.Data, &out)
-}
-
 func (r *oursRunner) round(f figures) error {
 	ctx := context.Background()
 	host := newBenchHost()
@@ -173,7 +156,7 @@ func (r *oursRunner) round(f figures) error {
 	f.add("version_refusal_ms", ms(time.Since(t)))
 
 	doEcho := func() error {
-		got, err := call[workload.Echo](ctx, s, "bench.echo", echo)
+		got, err := benchbin.Call[workload.Echo](ctx, s, "bench.echo", echo)
 		if err == nil && got.Text != echo.Text {
 			err = fmt.Errorf("answered %q", got.Text)
 		}
@@ -187,7 +170,7 @@ func (r *oursRunner) round(f figures) error {
 	}
 
 	// Host callbacks, timed inside the extension.
-	cb, err := call[workload.CallbackTimes](ctx, s, "bench.callbacks", workload.Callbacks{N: r.cfg.callbacks})
+	cb, err := benchbin.Call[workload.CallbackTimes](ctx, s, "bench.callbacks", workload.Callbacks{N: r.cfg.callbacks})
 	if err != nil {
 		return fmt.Errorf("callbacks: %w", err)
 	}
@@ -196,7 +179,7 @@ func (r *oursRunner) round(f figures) error {
 	// Artifacts in acknowledged chunks.
 	for _, chunk := range artifactChunks {
 		t := time.Now()
-		up, err := call[workload.Uploaded](ctx, s, "bench.upload", workload.Upload{Bytes: r.cfg.artifact, Chunk: chunk.size})
+		up, err := benchbin.Call[workload.Uploaded](ctx, s, "bench.upload", workload.Upload{Bytes: r.cfg.artifact, Chunk: chunk.size})
 		if err != nil || up.Size != int64(r.cfg.artifact) {
 			return fmt.Errorf("upload: %+v %v", up, err)
 		}
@@ -205,7 +188,7 @@ func (r *oursRunner) round(f figures) error {
 
 	// Cancel seen by the extension.
 	err = cancelSeen(f, r.cfg.cancels, func(ctx context.Context, key string) error {
-		_, err := call[workload.Echo](ctx, s, "bench.wait", workload.Wait{Key: key})
+		_, err := benchbin.Call[workload.Echo](ctx, s, "bench.wait", workload.Wait{Key: key})
 		return err
 	}, host.stamps.seen)
 	if err != nil {
@@ -220,11 +203,11 @@ func (r *oursRunner) round(f figures) error {
 		if s, err = r.start(pkg, host, nil); err != nil {
 			return err
 		}
-		if _, err := call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
+		if _, err := benchbin.Call[workload.Echo](ctx, s, "bench.echo", echo); err != nil {
 			return err
 		}
 		file := filepath.Join(r.work, fmt.Sprintf("crash-ours-%d", time.Now().UnixNano()))
-		_, err := call[workload.Echo](ctx, s, "bench.crash", workload.Crash{File: file})
+		_, err := benchbin.Call[workload.Echo](ctx, s, "bench.crash", workload.Crash{File: file})
 		detected := time.Now()
 		if !errors.Is(err, protocol.ErrTransport) {
 			return fmt.Errorf("crash: %v", err)

@@ -1,12 +1,16 @@
-// Package benchbin builds the benchmark's extension binaries and lays ours
-// out as a package, the same way for transportbench and its profilers.
+// Package benchbin builds the benchmark's extension binaries, lays ours out
+// as a package and calls its operations, the same way for transportbench
+// and its profilers.
 package benchbin
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	json "github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -48,4 +52,21 @@ func PackageAs(bin, from string) (session.Package, error) {
 		return session.Package{}, err
 	}
 	return session.Package{Dir: dir, Manifest: m}, nil
+}
+
+// Call calls op on the extension through operation.call with in encoded as
+// its input, and decodes the output into Out.
+func Call[Out any](ctx context.Context, s *session.Session, op string, in any) (Out, error) {
+	var out Out
+	data, err := json.Marshal(in)
+	if err != nil {
+		return out, err
+	}
+	var res protocol.OperationCallResult
+	if err := s.Call(ctx, protocol.MethodOperationCall, protocol.OperationCallParams{
+		Operation: op, Input: protocol.Payload{Data: data},
+	}, &res); err != nil {
+		return out, err
+	}
+	return out, json.Unmarshal(res.Output.Data, &out)
 }
