@@ -23,7 +23,9 @@ func extensionDevCommand() *command {
 		long: "Run the package in DIR (default .) against a throwaway daemon while you work on it.\n" +
 			"A DIR with open-conduit-extension.json is the package as it is (any language);\n" +
 			"a DIR with go.mod is built with 'go build', its manifest read from the binary\n" +
-			"(package-manifest), and laid out as a package.\n\n" +
+			"(package-manifest), and laid out as a package. The build runs with\n" +
+			"CGO_ENABLED=0 (a static binary: no dynamic loader at each start) unless your\n" +
+			"environment sets CGO_ENABLED; a package that needs cgo sets CGO_ENABLED=1.\n\n" +
 			"dev installs it into a new temporary directory, writes a config with one scope,\n" +
 			"\"dev\", holding an entry of each type the package declares (config from --entry,\n" +
 			"else {}), and refuses to start, printing each problem and the config, when\n" +

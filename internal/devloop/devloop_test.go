@@ -3,7 +3,9 @@ package devloop_test
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,6 +277,13 @@ func devRebuildsAndStops(t *testing.T, sig os.Signal) {
 		t.Fatalf("before any change: %+v then %+v", first, second)
 	}
 	pids = append(pids, first.PID)
+	// Built without cgo when the environment does not choose: no dynamic
+	// loader runs at each start.
+	if _, chosen := os.LookupEnv("CGO_ENABLED"); chosen {
+		t.Log("CGO_ENABLED is set here, so dev builds as it says: the check that dev builds without cgo is left out")
+	} else if interp, err := interpreter(fmt.Sprintf("/proc/%d/exe", first.PID)); err != nil || interp != "" {
+		t.Errorf("the built greeter runs under the dynamic loader %q (%v); dev builds with CGO_ENABLED=0 unless the environment sets it", interp, err)
+	}
 
 	// A change to the source: rebuilt, restarted with a new pid, the new
 	// text, and the count in KV going on.
@@ -480,6 +489,57 @@ func TestDevRunsAPackageAsItIs(t *testing.T) {
 		t.Fatalf("dev exited %d:\n%s", code, d.out)
 	}
 	d.leftEmpty()
+}
+
+// interpreter is the ELF interpreter (the dynamic loader) the binary at
+// path names, "" for a statically linked one.
+func interpreter(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(p.Open())
+			return strings.TrimRight(string(b), "\x00"), err
+		}
+	}
+	return "", nil
+}
+
+// TestInterpreterNamesTheLoaderOfADynamicBinary is the control for the
+// check that dev's builds are static: a binary built with cgo and net
+// names its loader.
+func TestInterpreterNamesTheLoaderOfADynamicBinary(t *testing.T) {
+	if binary == "" {
+		t.Skip("the go command is not on PATH: the control builds a binary with it")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc on PATH: a cgo build, the control's dynamic binary, needs a C compiler")
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "go.mod"), "module example.com/dyn\n")
+	write(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"net\"\n\nfunc main() { _, _ = net.LookupHost(\"localhost\") }\n")
+	for _, tc := range []struct {
+		cgo     string
+		dynamic bool
+	}{{"1", true}, {"0", false}} {
+		bin := filepath.Join(dir, "dyn-"+tc.cgo)
+		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+tc.cgo, "GOPROXY=off", "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build with CGO_ENABLED=%s: %v\n%s", tc.cgo, err, out)
+		}
+		interp, err := interpreter(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (interp != "") != tc.dynamic {
+			t.Errorf("CGO_ENABLED=%s: interpreter %q, want dynamic %v", tc.cgo, interp, tc.dynamic)
+		}
+	}
 }
 
 func mkdirsT(t *testing.T, dir string) {
