@@ -137,7 +137,7 @@ func layoutGo(ctx context.Context, src, work, stage string) (*protocol.Manifest,
 	if err := cmd.Run(); err != nil {
 		err := fmt.Errorf("go build in %s failed", src)
 		if noCgo {
-			err = fmt.Errorf("go build in %s failed (it ran with CGO_ENABLED=0, as the environment does not set CGO_ENABLED; a package that needs cgo builds with CGO_ENABLED=1 set)", src)
+			err = fmt.Errorf("%w (it ran with CGO_ENABLED=0, as the environment does not set CGO_ENABLED; a package that needs cgo builds with CGO_ENABLED=1 set)", err)
 		}
 		return nil, &BuildError{Output: out.String(), Err: err}
 	}
