@@ -49,6 +49,13 @@ var importRules = []importRule{
 			"github.com/cockroachdb/pebble", "github.com/charmbracelet/bubbletea"),
 	},
 	{
+		name: "ExtensionsLinkNoCrypto",
+		pkgs: "./sdk",
+		why: "every extension start would pay crypto's package setup (the FIPS 140 module, about 0.1 ms); " +
+			"SHA-256 digests live in protocol/digest, which only hosts import, and the SDK checks artifacts with CRC-32",
+		forbids: forbidsAny("crypto"),
+	},
+	{
 		name:    "ClientNeverReachesTheHost",
 		pkgs:    "./client/...",
 		why:     "the client reaches the daemon only through the management API",
@@ -147,6 +154,8 @@ func TestImportRulesFlagKnownViolations(t *testing.T) {
 		{"SDKNeverReachesTheHost", service, module + "/pebblekv"},
 		{"SDKNeverReachesTheHost", service, "github.com/cockroachdb/pebble/v2"},
 		{"SDKNeverReachesTheHost", made(module+"/sdk", module+"/sdk/x", "github.com/charmbracelet/bubbletea"), "github.com/charmbracelet/bubbletea"},
+		{"ExtensionsLinkNoCrypto", importGraph(t, "./sdk/memhost"), "crypto/sha256"},
+		{"ExtensionsLinkNoCrypto", made(module+"/sdk", module+"/protocol", "crypto"), "crypto"},
 		{"ClientNeverReachesTheHost", made(module+"/client", module+"/client/x", module+"/session"), module + "/session"},
 		{"ClientNeverReachesTheHost", service, module + "/host/config"},
 	}

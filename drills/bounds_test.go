@@ -16,6 +16,7 @@ import (
 	"github.com/open-conduit/open-conduit/fixtures/probe"
 	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // boundsBatch is how many puts or emissions one kv.commit of a fill
@@ -181,7 +182,7 @@ func TestDrillOversizedWritesRefusedTooLarge(t *testing.T) {
 		}
 	}
 	for _, delivery := range []string{"huge", "huge-derived"} {
-		id := protocol.EmittedEventID("probe", delivery)
+		id := digest.EmittedEventID("probe", delivery)
 		if a := e.HostCall("", protocol.MethodStateEvent, protocol.StateEventParams{ID: id}); a.Code != protocol.CodeNotFound {
 			t.Errorf("the refused Event %s is in the log: %+v", delivery, a.Code)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // TestServeAndInvokeShareTheDescriptor: a handler registered through a
@@ -18,7 +19,7 @@ func TestServeAndInvokeShareTheDescriptor(t *testing.T) {
 		if p.Namespace != "acme" {
 			return protocol.KVGetResult{}, protocol.Errorf(protocol.ErrUnauthorized, "namespace %q is not acme's", p.Namespace)
 		}
-		return protocol.KVGetResult{Found: true, Value: []byte(p.Key), Version: protocol.KVVersion([]byte(p.Key))}, nil
+		return protocol.KVGetResult{Found: true, Value: []byte(p.Key), Version: digest.KVVersion([]byte(p.Key))}, nil
 	})
 	if !table.Has(protocol.MethodKVGet) || table.Has(protocol.MethodKVList) {
 		t.Fatalf("table methods %v", table.Methods())
@@ -32,7 +33,7 @@ func TestServeAndInvokeShareTheDescriptor(t *testing.T) {
 		wantErr *protocol.Error
 	}{
 		{"typed answer", protocol.KVGetParams{Namespace: "acme", Key: "k"},
-			protocol.KVGetResult{Found: true, Value: []byte("k"), Version: protocol.KVVersion([]byte("k"))}, nil},
+			protocol.KVGetResult{Found: true, Value: []byte("k"), Version: digest.KVVersion([]byte("k"))}, nil},
 		{"authored refusal", protocol.KVGetParams{Namespace: "other", Key: "k"}, protocol.KVGetResult{}, protocol.ErrUnauthorized},
 	}
 	for _, tc := range cases {

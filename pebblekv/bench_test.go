@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // benchBatchCommit commits one small Pebble batch per op: the floor under
@@ -43,7 +44,7 @@ func BenchmarkCommitKV(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		next := []byte(fmt.Sprint("v", i+1))
 		res, err := db.CommitKV("notes", protocol.KVCommitParams{
-			Checks: []protocol.KVCheck{{Namespace: "notes", Key: "counter", Version: protocol.KVVersion(value)}},
+			Checks: []protocol.KVCheck{{Namespace: "notes", Key: "counter", Version: digest.KVVersion(value)}},
 			Puts:   []protocol.KVPut{{Namespace: "notes", Key: "counter", Value: next}},
 		}, Limits{})
 		if err != nil || len(res.Versions) != 1 {

@@ -60,7 +60,7 @@
 //	'm'     'm' "kvlayout" 0x00 extension            extension's KV layout version, decimal (core.extensions)
 //	'm'     'm' "routecursor"                        the last sequence the router took, 8 bytes big-endian
 //
-// An event's ID is protocol.EmittedEventID(source, delivery_id), so the ID
+// An event's ID is digest.EmittedEventID(source, delivery_id), so the ID
 // index is also the (source, delivery_id) dedupe index. minute is the Unix
 // minute of the derived Event's time, sign-flipped 8 bytes big-endian. due is
 // a timer's or a Wait's due time as Unix seconds, sign-flipped 8 bytes

@@ -12,6 +12,7 @@ import (
 	json "github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // MaxEvents is the largest page Events, ScopeEvents and WorkEvents return.
@@ -19,7 +20,7 @@ const MaxEvents = 1000
 
 // Event is one accepted Event of the log.
 type Event struct {
-	// ID is protocol.EmittedEventID(Source, DeliveryID).
+	// ID is digest.EmittedEventID(Source, DeliveryID).
 	ID string `json:"id"`
 	// Seq is the Event's place in the log: 1 for the first, then increasing
 	// by one per accepted Event.
@@ -97,7 +98,7 @@ func (tx *Tx) Accept(in EventInput, lim Limits) (ev Event, added bool, err error
 	case in.Type == "":
 		return Event{}, false, protocol.Errorf(protocol.ErrInvalid, "event %s/%s needs a type", in.Source, in.DeliveryID)
 	}
-	id := protocol.EmittedEventID(in.Source, in.DeliveryID)
+	id := digest.EmittedEventID(in.Source, in.DeliveryID)
 	if old, found, err := tx.Event(id); err != nil || found {
 		return old, false, err
 	}
@@ -236,7 +237,7 @@ func (r *Reader) Event(id string) (ev Event, found bool, err error) {
 
 // EventByDelivery reads the Event accepted for (source, deliveryID).
 func (r *Reader) EventByDelivery(source, deliveryID string) (Event, bool, error) {
-	return r.Event(protocol.EmittedEventID(source, deliveryID))
+	return r.Event(digest.EmittedEventID(source, deliveryID))
 }
 
 // LatestSequence is the last accepted Event's sequence; 0 for an empty log.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 func TestAcceptSequenceIncreases(t *testing.T) {
@@ -16,7 +17,7 @@ func TestAcceptSequenceIncreases(t *testing.T) {
 	}
 	for i := 1; i <= 5; i++ {
 		ev := accept(t, db, root("s1", fmt.Sprint(i)), Limits{})
-		if ev.Seq != uint64(i) || ev.ID != protocol.EmittedEventID("notes", fmt.Sprint(i)) || ev.Root != ev.ID || ev.Depth != 0 {
+		if ev.Seq != uint64(i) || ev.ID != digest.EmittedEventID("notes", fmt.Sprint(i)) || ev.Root != ev.ID || ev.Depth != 0 {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
 	}
@@ -372,7 +373,7 @@ func TestCommitKVEmissions(t *testing.T) {
 			Payload: protocol.Payload{Schema: "notes.changed.v1", Data: []byte(`{}`)}}
 	}
 	put := protocol.KVPut{Namespace: "notes", Key: "k", Value: []byte("v")}
-	id := func(delivery string) string { return protocol.EmittedEventID("notes/web", delivery) }
+	id := func(delivery string) string { return digest.EmittedEventID("notes/web", delivery) }
 
 	t.Run("accepted with the puts, duplicates not added", func(t *testing.T) {
 		db := openDB(t, nil)

@@ -5,9 +5,10 @@ import (
 	"strconv"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
-// KVGet reads ns/key. version is protocol.KVVersion(value); found false means
+// KVGet reads ns/key. version is digest.KVVersion(value); found false means
 // absent. The value is the caller's.
 func (r *Reader) KVGet(ns, key string) (value []byte, version string, found bool, err error) {
 	if err := checkNamespace(ns); err != nil {
@@ -17,7 +18,7 @@ func (r *Reader) KVGet(ns, key string) (value []byte, version string, found bool
 	if err != nil || !found {
 		return nil, "", false, err
 	}
-	return value, protocol.KVVersion(value), true, nil
+	return value, digest.KVVersion(value), true, nil
 }
 
 // KVList lists ns's keys that start with prefix and sort after after, in key
@@ -52,7 +53,7 @@ func (r *Reader) KVList(ns, prefix, after string, limit int) (items []protocol.K
 			more = true
 			return false, nil
 		}
-		items = append(items, protocol.KVItem{Key: key, Value: clone(v), Version: protocol.KVVersion(v)})
+		items = append(items, protocol.KVItem{Key: key, Value: clone(v), Version: digest.KVVersion(v)})
 		return true, nil
 	})
 	if err != nil {
@@ -164,7 +165,9 @@ func (b batchTx) Emit(e protocol.Emission) (string, bool, error) {
 	return ev.ID, added, err
 }
 
-func (b batchTx) KVPut(ns, key string, value []byte) error { return b.tx.KVPut(ns, key, value) }
+func (b batchTx) KVPut(ns, key string, value []byte) (string, error) {
+	return digest.KVVersion(value), b.tx.KVPut(ns, key, value)
+}
 
 func (b batchTx) KVDelete(ns, key string) error { return b.tx.KVDelete(ns, key) }
 

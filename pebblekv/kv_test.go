@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // seedNotes writes notes/keep and notes/old, the state each batch test
@@ -26,7 +27,7 @@ func seedNotes(t *testing.T, db *DB) {
 // delete and an emission.
 func goodBatch() protocol.KVCommitParams {
 	return protocol.KVCommitParams{
-		Checks:    []protocol.KVCheck{{Namespace: "notes", Key: "keep", Version: protocol.KVVersion([]byte("v1"))}},
+		Checks:    []protocol.KVCheck{{Namespace: "notes", Key: "keep", Version: digest.KVVersion([]byte("v1"))}},
 		Puts:      []protocol.KVPut{{Namespace: "notes.index", Key: "new", Value: []byte("n")}},
 		Deletes:   []protocol.KVDelete{{Namespace: "notes", Key: "old"}},
 		Emissions: []protocol.Emission{{Scope: "s1", Source: "notes/web", DeliveryID: "d1", Type: "notes.changed"}},
@@ -57,8 +58,8 @@ func assertApplied(t *testing.T, db *DB, res protocol.KVCommitResult) {
 		t.Errorf("notes/old = %q, want deleted", v)
 	}
 	want := protocol.KVCommitResult{
-		Versions:  []string{protocol.KVVersion([]byte("n"))},
-		Emissions: []protocol.EmissionResult{{EventID: protocol.EmittedEventID("notes/web", "d1"), Added: true}},
+		Versions:  []string{digest.KVVersion([]byte("n"))},
+		Emissions: []protocol.EmissionResult{{EventID: digest.EmittedEventID("notes/web", "d1"), Added: true}},
 	}
 	if fmt.Sprint(res) != fmt.Sprint(want) {
 		t.Errorf("result %+v, want %+v", res, want)
@@ -116,9 +117,9 @@ func TestKVCommitFailedCheckAppliesNothing(t *testing.T) {
 		name  string
 		check protocol.KVCheck
 	}{
-		{"version changed", protocol.KVCheck{Namespace: "notes", Key: "keep", Version: protocol.KVVersion([]byte("v0"))}},
+		{"version changed", protocol.KVCheck{Namespace: "notes", Key: "keep", Version: digest.KVVersion([]byte("v0"))}},
 		{"required absent but present", protocol.KVCheck{Namespace: "notes", Key: "keep", Absent: true}},
-		{"required version but absent", protocol.KVCheck{Namespace: "notes", Key: "gone", Version: protocol.KVVersion([]byte("v1"))}},
+		{"required version but absent", protocol.KVCheck{Namespace: "notes", Key: "gone", Version: digest.KVVersion([]byte("v1"))}},
 		{"empty version is never a match", protocol.KVCheck{Namespace: "notes", Key: "gone"}},
 		{"check on a key the batch deletes", protocol.KVCheck{Namespace: "notes", Key: "old", Absent: true}},
 	} {
@@ -155,7 +156,7 @@ func TestKVCommitVersionsAndAbsence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{protocol.KVVersion([]byte("one")), protocol.KVVersion(nil)}
+	want := []string{digest.KVVersion([]byte("one")), digest.KVVersion(nil)}
 	if !slices.Equal(res.Versions, want) || res.Emissions != nil {
 		t.Fatalf("result %+v, want versions %v and no emissions", res, want)
 	}
@@ -189,7 +190,7 @@ func TestKVCommitVersionsAndAbsence(t *testing.T) {
 	}, Limits{})
 	wantCode(t, err, protocol.ErrConflict)
 	_, err = db.CommitKV("notes", protocol.KVCommitParams{
-		Checks:  []protocol.KVCheck{{Namespace: "notes", Key: "a", Version: protocol.KVVersion([]byte("two"))}},
+		Checks:  []protocol.KVCheck{{Namespace: "notes", Key: "a", Version: digest.KVVersion([]byte("two"))}},
 		Deletes: []protocol.KVDelete{{Namespace: "notes", Key: "a"}, {Namespace: "notes", Key: "never"}},
 	}, Limits{})
 	if err != nil {
@@ -271,7 +272,7 @@ func TestKVList(t *testing.T) {
 				got := []string{}
 				for _, it := range items {
 					got = append(got, it.Key)
-					if string(it.Value) != "v:"+it.Key || it.Version != protocol.KVVersion(it.Value) {
+					if string(it.Value) != "v:"+it.Key || it.Version != digest.KVVersion(it.Value) {
 						t.Errorf("item %q = %q version %s", it.Key, it.Value, it.Version)
 					}
 				}

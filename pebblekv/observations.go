@@ -21,7 +21,7 @@ type Observation struct {
 	Source  string `json:"source"`
 	Item    string `json:"item"`
 	Version string `json:"version"`
-	// Envelope is protocol.ObservationEnvelope of the first observation.
+	// Envelope is digest.ObservationEnvelope of the first observation.
 	Envelope string `json:"envelope"`
 	// Event is the ID of the Event the observation was accepted as.
 	Event string    `json:"event"`

@@ -116,7 +116,7 @@ func TestItemSizesCoverTheirEncoding(t *testing.T) {
 	strs := []string{"", "plain", `q"uote\back`, "ctl\x00\x01\n\t", "sep\u2028\u2029", "bad\xff\xfe", "é漢字🙂", worstKey(100)}
 	for _, s := range strs {
 		for _, n := range []int{0, 1, 2, 3, 1000} {
-			item := KVItem{Key: s, Value: make([]byte, n), Version: KVVersion(nil)}
+			item := KVItem{Key: s, Value: make([]byte, n), Version: strings.Repeat("f", 32)}
 			if got, want := KVItemSize(s, n), lineLen(t, item)+1; got < want {
 				t.Errorf("KVItemSize(%q, %d) = %d, under its encoding's %d", s, n, got, want)
 			}
@@ -140,7 +140,7 @@ func TestItemSizesCoverTheirEncoding(t *testing.T) {
 func TestLargestItemsAnswerWellUnderTheLineBound(t *testing.T) {
 	key := worstKey(MaxKeyBytes)
 	value := make([]byte, MaxValueBytes)
-	item := KVItem{Key: key, Value: value, Version: KVVersion(value)}
+	item := KVItem{Key: key, Value: value, Version: strings.Repeat("f", 32)}
 	data := jsontext.Value(`"` + strings.Repeat("\u2028", (MaxPayloadBytes-2)/6) + `"`)
 	ev := Event{ID: "ev_" + strings.Repeat("0", 32), Scope: key, Source: key, Type: key, DeliveryID: key, Parent: key, Root: key,
 		Payload: Payload{Data: data}}

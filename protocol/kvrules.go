@@ -134,14 +134,16 @@ func CheckPrecondition(c KVCheck, version string, found bool) error {
 type KVTx interface {
 	// KVVersion reads a key's version; found false when it is absent.
 	KVVersion(namespace, key string) (version string, found bool, err error)
-	// Emit accepts one Event, named EmittedEventID(e.Source, e.DeliveryID).
+	// Emit accepts one Event, named digest.EmittedEventID(e.Source,
+	// e.DeliveryID).
 	// When an Event of that source and delivery ID is already there, Emit
 	// changes nothing and answers its ID with added false. A parent that is
 	// not an accepted Event of e's scope is ErrNotFound; an Event over its
 	// chain's causal bounds is ErrCausalLimit, and Emit changed nothing.
 	Emit(e Emission) (eventID string, added bool, err error)
-	// KVPut writes a key.
-	KVPut(namespace, key string, value []byte) error
+	// KVPut writes a key and returns the value's version
+	// (digest.KVVersion).
+	KVPut(namespace, key string, value []byte) (version string, err error)
 	// KVDelete removes a key; an absent key is not an error.
 	KVDelete(namespace, key string) error
 }
@@ -182,10 +184,11 @@ func (r KVRules) Commit(tx KVTx, p KVCommitParams) (KVCommitResult, error) {
 		}
 	}
 	for _, w := range p.Puts {
-		if err := tx.KVPut(w.Namespace, w.Key, w.Value); err != nil {
+		version, err := tx.KVPut(w.Namespace, w.Key, w.Value)
+		if err != nil {
 			return KVCommitResult{}, err
 		}
-		res.Versions = append(res.Versions, KVVersion(w.Value))
+		res.Versions = append(res.Versions, version)
 	}
 	for _, d := range p.Deletes {
 		if err := tx.KVDelete(d.Namespace, d.Key); err != nil {

@@ -55,7 +55,7 @@ func TestKVRulesCheckRefusesInTheHostsOrder(t *testing.T) {
 }
 
 func TestCheckPrecondition(t *testing.T) {
-	v1 := KVVersion([]byte("v1"))
+	v1 := testVersion([]byte("v1"))
 	cases := []struct {
 		name     string
 		c        KVCheck
@@ -65,7 +65,7 @@ func TestCheckPrecondition(t *testing.T) {
 	}{
 		{"version holds", KVCheck{Namespace: "acme", Key: "k", Version: v1}, v1, true, false},
 		{"absent holds", KVCheck{Namespace: "acme", Key: "k", Absent: true}, "", false, false},
-		{"version changed", KVCheck{Namespace: "acme", Key: "k", Version: v1}, KVVersion(nil), true, true},
+		{"version changed", KVCheck{Namespace: "acme", Key: "k", Version: v1}, testVersion(nil), true, true},
 		{"present, absence required", KVCheck{Namespace: "acme", Key: "k", Absent: true}, v1, true, true},
 		{"absent, version required", KVCheck{Namespace: "acme", Key: "k", Version: v1}, "", false, true},
 		{"the empty version never matches", KVCheck{Namespace: "acme", Key: "k"}, v1, true, true},
@@ -96,13 +96,20 @@ func (l *logTx) Emit(e Emission) (string, bool, error) {
 	if err := l.emitErr[e.DeliveryID]; err != nil {
 		return "", false, err
 	}
-	return EmittedEventID(e.Source, e.DeliveryID), true, nil
+	return testEventID(e.Source, e.DeliveryID), true, nil
 }
 
-func (l *logTx) KVPut(ns, key string, _ []byte) error {
+func (l *logTx) KVPut(ns, key string, value []byte) (string, error) {
 	l.log = append(l.log, "put "+ns+"/"+key)
-	return nil
+	return testVersion(value), nil
 }
+
+// testVersion and testEventID stand in for a store's versions and Event
+// ids (package digest, which imports this one): Commit only passes them
+// on, so any stable names do.
+func testVersion(value []byte) string { return "v:" + string(value) }
+
+func testEventID(source, deliveryID string) string { return "ev_" + source + "/" + deliveryID }
 
 func (l *logTx) KVDelete(ns, key string) error {
 	l.log = append(l.log, "delete "+ns+"/"+key)
@@ -114,7 +121,7 @@ func (l *logTx) KVDelete(ns, key string) error {
 // is the emission's alone.
 func TestKVRulesCommitAppliesInOneOrder(t *testing.T) {
 	rules := HostKVRules(rulesManifest(), func(s string) bool { return s == "s1" })
-	v := KVVersion([]byte("v"))
+	v := testVersion([]byte("v"))
 	batch := KVCommitParams{
 		Deletes:   []KVDelete{{Namespace: "acme", Key: "d"}},
 		Puts:      []KVPut{{Namespace: "acme", Key: "p", Value: []byte("x")}},
@@ -132,7 +139,7 @@ func TestKVRulesCommitAppliesInOneOrder(t *testing.T) {
 	}{
 		{name: "in order", versions: map[string]string{"acme/c": v},
 			want:   []string{"read acme/c", "emit e1", "emit e2", "put acme/p", "delete acme/d"},
-			result: []EmissionResult{{EventID: EmittedEventID("acme/feed", "e1"), Added: true}, {EventID: EmittedEventID("acme/feed", "e2"), Added: true}}},
+			result: []EmissionResult{{EventID: testEventID("acme/feed", "e1"), Added: true}, {EventID: testEventID("acme/feed", "e2"), Added: true}}},
 		{name: "a failed check stops before any emission", want: []string{"read acme/c"}, code: CodeConflict},
 		{name: "a refused emission stops before the writes", versions: map[string]string{"acme/c": v},
 			emitErr: map[string]error{"e1": Errorf(ErrNotFound, "no parent")},
@@ -140,7 +147,7 @@ func TestKVRulesCommitAppliesInOneOrder(t *testing.T) {
 		{name: "a causal refusal is the emission's alone", versions: map[string]string{"acme/c": v},
 			emitErr: map[string]error{"e1": Errorf(ErrCausalLimit, "too deep")},
 			want:    []string{"read acme/c", "emit e1", "emit e2", "put acme/p", "delete acme/d"},
-			result:  []EmissionResult{{Refused: CodeCausalLimit}, {EventID: EmittedEventID("acme/feed", "e2"), Added: true}}},
+			result:  []EmissionResult{{Refused: CodeCausalLimit}, {EventID: testEventID("acme/feed", "e2"), Added: true}}},
 		{name: "no delivery_id is refused before the store sees it", versions: map[string]string{"acme/c": v},
 			p: func(p KVCommitParams) KVCommitParams {
 				p.Emissions = []Emission{goodEmission("e1"), goodEmission("")}
@@ -167,7 +174,7 @@ func TestKVRulesCommitAppliesInOneOrder(t *testing.T) {
 		if !slices.Equal(tx.log, tc.want) {
 			t.Errorf("%s: applied %q, want %q", tc.name, tx.log, tc.want)
 		}
-		if err == nil && (!slices.Equal(res.Emissions, tc.result) || fmt.Sprint(res.Versions) != fmt.Sprint([]string{KVVersion([]byte("x"))})) {
+		if err == nil && (!slices.Equal(res.Emissions, tc.result) || fmt.Sprint(res.Versions) != fmt.Sprint([]string{testVersion([]byte("x"))})) {
 			t.Errorf("%s: result %+v", tc.name, res)
 		}
 	}

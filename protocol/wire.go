@@ -1,9 +1,6 @@
 package protocol
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -154,13 +151,6 @@ type CancelParams struct {
 	ID jsontext.Value `json:"id"`
 }
 
-// KVVersion is the version of a stored value: a digest of its bytes. An
-// absent key has the empty version.
-func KVVersion(value []byte) string {
-	sum := sha256.Sum256(value)
-	return hex.EncodeToString(sum[:16])
-}
-
 // KVGetParams reads one key.
 type KVGetParams struct {
 	Namespace string `json:"namespace"`
@@ -256,14 +246,6 @@ type EmissionResult struct {
 type KVCommitResult struct {
 	Versions  []string         `json:"versions,omitempty"`
 	Emissions []EmissionResult `json:"emissions,omitempty"`
-}
-
-// EmittedEventID names an emitted Event before it commits, so a
-// transaction's own records can name it, and emitting it again is the same
-// Event.
-func EmittedEventID(source, deliveryID string) string {
-	sum := sha256.Sum256([]byte(source + "\x00" + deliveryID))
-	return "ev_" + hex.EncodeToString(sum[:16])
 }
 
 // Authority is what an operation call carries instead of a token. The host
@@ -379,11 +361,14 @@ type ArtifactWriteResult struct {
 	Size int64 `json:"size"`
 }
 
-// ArtifactCommitParams commits an artifact; Digest, when set, is the
-// writer's SHA-256 (hex) of every byte and must match.
+// ArtifactCommitParams commits an artifact. Digest and CRC32, each when
+// set, are the writer's checksum of every byte and must match
+// (CheckArtifactCommit): Digest the SHA-256 in lower-case hex, CRC32 the
+// CRC-32 (IEEE, as zlib's crc32) as FormatCRC32 writes it.
 type ArtifactCommitParams struct {
 	Artifact string `json:"artifact_id"`
 	Digest   string `json:"digest,omitempty"`
+	CRC32    string `json:"crc32,omitempty"`
 }
 
 // ArtifactCommitResult is the committed artifact.

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -44,3 +45,28 @@ func CheckArtifactChunk(p ArtifactWriteParams) error {
 }
 
 func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
+
+// FormatCRC32 writes a CRC-32 as artifact.commit's crc32 carries it: eight
+// lower-case hex digits, zero-padded.
+func FormatCRC32(sum uint32) string {
+	s := strconv.FormatUint(uint64(sum), 16)
+	return strings.Repeat("0", 8-len(s)) + s
+}
+
+// CheckArtifactCommit judges the checksums an artifact.commit gives against
+// the bytes received: size of them, their SHA-256 in lower-case hex
+// (digest) and their CRC-32 (IEEE). A checksum left out is not judged; one
+// that differs is conflict, so the writer stays open. Every host judges
+// artifact.commit by it.
+func CheckArtifactCommit(p ArtifactCommitParams, size int64, digest string, crc uint32) error {
+	if p.Digest != "" && p.Digest != digest {
+		return Errorf(ErrConflict, "artifact.commit: artifact %s: digest %s does not match the %d bytes received", p.Artifact, p.Digest, size)
+	}
+	if p.CRC32 != "" && p.CRC32 != FormatCRC32(crc) {
+		if len(p.CRC32) != 8 || strings.Trim(p.CRC32, "0123456789abcdef") != "" {
+			return Errorf(ErrInvalid, "artifact.commit: artifact %s: crc32 %q is not eight lower-case hex digits; send the CRC-32 (IEEE) of every byte written, zero-padded", p.Artifact, p.CRC32)
+		}
+		return Errorf(ErrConflict, "artifact.commit: artifact %s: crc32 %s does not match the %d bytes received", p.Artifact, p.CRC32, size)
+	}
+	return nil
+}

@@ -1,13 +1,6 @@
 package protocol
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
-
-	json "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-)
+import "strings"
 
 // Reconcile's pacing and the runtime's page limits.
 const (
@@ -90,31 +83,6 @@ func CheckObservationIdentity(o Observation) error {
 		return Errorf(ErrInvalid, "observation item %q holds '@'; name items without it, so item@version is unambiguous", o.Item)
 	}
 	return nil
-}
-
-// ObservationEnvelope is the canonical signature of what an observation
-// says: a digest of its scope, type and payload, the payload's data in
-// canonical JSON, so two encodings of the same value sign the same. typ is
-// the Event type the host settled on (the observation's, or the source's
-// only family).
-func ObservationEnvelope(o Observation, typ string) (string, error) {
-	data := jsontext.Value(append([]byte(nil), o.Payload.Data...))
-	if len(data) > 0 {
-		if err := data.Canonicalize(); err != nil {
-			return "", Errorf(ErrInvalid, "observation %s@%s: its payload data is not JSON: %v", o.Item, o.Version, err)
-		}
-	}
-	env, err := json.Marshal(struct {
-		Scope  string         `json:"scope_id"`
-		Type   string         `json:"type"`
-		Schema string         `json:"schema"`
-		Data   jsontext.Value `json:"data,omitzero"`
-	}{o.Scope, typ, o.Payload.Schema, data})
-	if err != nil {
-		return "", Errorf(ErrInvalid, "observation %s@%s cannot be encoded: %v", o.Item, o.Version, err)
-	}
-	sum := sha256.Sum256(env)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // IngressReconcile asks for one page of a source's scan.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 	"github.com/open-conduit/open-conduit/sdk"
 	"github.com/open-conduit/open-conduit/sdk/sdktest"
 )
@@ -67,7 +68,7 @@ func TestSdktestAcceptsEmissionsAsTheDaemonDoes(t *testing.T) {
 			}
 			continue
 		}
-		want := protocol.EmissionResult{EventID: protocol.EmittedEventID("notes/web", tc.delivery), Added: tc.added}
+		want := protocol.EmissionResult{EventID: digest.EmittedEventID("notes/web", tc.delivery), Added: tc.added}
 		if err != nil || len(res.Emissions) != 1 || res.Emissions[0] != want {
 			t.Errorf("%s: %+v %v, want %+v", tc.name, res.Emissions, err, want)
 		}

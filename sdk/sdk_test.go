@@ -17,6 +17,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 	"github.com/open-conduit/open-conduit/sdk"
 	"github.com/open-conduit/open-conduit/sdk/sdktest"
 )
@@ -215,7 +216,7 @@ func TestHostKVThroughTheWire(t *testing.T) {
 			}
 		}
 		v, err := h.Get(ctx, "notes.index", "k1")
-		if err != nil || !v.Found || string(v.Value) != "1" || v.Version != protocol.KVVersion([]byte("1")) {
+		if err != nil || !v.Found || string(v.Value) != "1" || v.Version != digest.KVVersion([]byte("1")) {
 			return fmt.Errorf("get: %+v %v", v, err)
 		}
 		// A stale precondition applies nothing.

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // emissionChecks are the checks of kv.commit emissions.
@@ -26,14 +27,14 @@ func emission(scope, delivery, parent string) protocol.Emission {
 }
 
 // id is the Event an emission of delivery is accepted as.
-func id(delivery string) string { return protocol.EmittedEventID(source, delivery) }
+func id(delivery string) string { return digest.EmittedEventID(source, delivery) }
 
 // wantNew requires e to be accepted as a new Event: proof that no earlier,
 // refused batch accepted it.
 func (x *ext) wantNew(what string, e protocol.Emission) {
 	x.Helper()
 	res := x.mustCommit(what+": emitting again", protocol.KVCommitParams{Emissions: []protocol.Emission{e}})
-	want := protocol.EmissionResult{EventID: protocol.EmittedEventID(e.Source, e.DeliveryID), Added: true}
+	want := protocol.EmissionResult{EventID: digest.EmittedEventID(e.Source, e.DeliveryID), Added: true}
 	if len(res.Emissions) != 1 || res.Emissions[0] != want {
 		x.Errorf("%s: emitting %s again answered %+v, want %+v: the refused batch accepted it", what, e.DeliveryID, res.Emissions, want)
 	}
@@ -80,7 +81,7 @@ func emissionRepeatIsTheSameEvent(x *ext) {
 			continue
 		}
 		last := res.Emissions[len(res.Emissions)-1]
-		want := protocol.EmissionResult{EventID: protocol.EmittedEventID(source, tc.e[len(tc.e)-1].DeliveryID)}
+		want := protocol.EmissionResult{EventID: digest.EmittedEventID(source, tc.e[len(tc.e)-1].DeliveryID)}
 		if last != want {
 			x.Errorf("%s: answered %+v, want the same Event, not new: %+v", tc.name, last, want)
 		}

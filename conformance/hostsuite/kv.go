@@ -6,6 +6,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // kvChecks are the checks of kv.get, kv.list and kv.commit.
@@ -26,12 +27,12 @@ func put(ns, key, value string) protocol.KVPut {
 func kvGetAnswersValueAndVersion(x *ext) {
 	x.mustCommit("seed", protocol.KVCommitParams{Puts: []protocol.KVPut{put(Extension, "a", "one"), put(Extension+".x", "", "")}})
 	got := x.get(Extension, "a")
-	if !got.Found || string(got.Value) != "one" || got.Version != protocol.KVVersion([]byte("one")) {
-		x.Errorf("kv.get a = %+v, want found, \"one\", version %s", got, protocol.KVVersion([]byte("one")))
+	if !got.Found || string(got.Value) != "one" || got.Version != digest.KVVersion([]byte("one")) {
+		x.Errorf("kv.get a = %+v, want found, \"one\", version %s", got, digest.KVVersion([]byte("one")))
 	}
 	// The empty key and the empty value are ordinary.
 	got = x.get(Extension+".x", "")
-	if !got.Found || len(got.Value) != 0 || got.Version != protocol.KVVersion(nil) {
+	if !got.Found || len(got.Value) != 0 || got.Version != digest.KVVersion(nil) {
 		x.Errorf("kv.get of the empty key with an empty value = %+v", got)
 	}
 	if got := x.get(Extension, "missing"); got.Found || got.Version != "" || got.Value != nil {
@@ -57,7 +58,7 @@ func kvListPagesInKeyOrder(x *ext) {
 		var out []string
 		for _, it := range r.Items {
 			out = append(out, it.Key)
-			if it.Version != protocol.KVVersion(it.Value) {
+			if it.Version != digest.KVVersion(it.Value) {
 				x.Errorf("kv.list item %q: version %s does not match its value", it.Key, it.Version)
 			}
 		}
@@ -82,7 +83,7 @@ func kvCommitAnswersVersions(x *ext) {
 		Checks: []protocol.KVCheck{{Namespace: Extension, Key: "a", Absent: true}},
 		Puts:   []protocol.KVPut{put(Extension, "a", "one"), put(Extension, "b", "")},
 	})
-	want := []string{protocol.KVVersion([]byte("one")), protocol.KVVersion(nil)}
+	want := []string{digest.KVVersion([]byte("one")), digest.KVVersion(nil)}
 	if !slices.Equal(res.Versions, want) || res.Emissions != nil {
 		x.Fatalf("result %+v, want versions %v and no emissions", res, want)
 	}
@@ -93,7 +94,7 @@ func kvCommitAnswersVersions(x *ext) {
 	_, err := x.commit(protocol.KVCommitParams{Checks: []protocol.KVCheck{{Namespace: Extension, Key: "a", Version: res.Versions[0]}}})
 	x.wantCode("a check naming a version since overwritten", err, protocol.ErrConflict)
 	x.mustCommit("a delete, checked", protocol.KVCommitParams{
-		Checks:  []protocol.KVCheck{{Namespace: Extension, Key: "a", Version: protocol.KVVersion([]byte("two"))}},
+		Checks:  []protocol.KVCheck{{Namespace: Extension, Key: "a", Version: digest.KVVersion([]byte("two"))}},
 		Deletes: []protocol.KVDelete{{Namespace: Extension, Key: "a"}, {Namespace: Extension, Key: "never"}},
 	})
 	x.mustCommit("an absence check after the delete", protocol.KVCommitParams{
@@ -109,7 +110,7 @@ func seedBatch() protocol.KVCommitParams {
 
 func goodBatch() protocol.KVCommitParams {
 	return protocol.KVCommitParams{
-		Checks:  []protocol.KVCheck{{Namespace: Extension, Key: "keep", Version: protocol.KVVersion([]byte("v1"))}},
+		Checks:  []protocol.KVCheck{{Namespace: Extension, Key: "keep", Version: digest.KVVersion([]byte("v1"))}},
 		Puts:    []protocol.KVPut{put(Extension, "new", "n")},
 		Deletes: []protocol.KVDelete{{Namespace: Extension, Key: "old"}},
 	}
@@ -139,9 +140,9 @@ func kvCommitFailedPreconditionAppliesNothing(x *ext) {
 		name  string
 		check protocol.KVCheck
 	}{
-		{"version changed", protocol.KVCheck{Namespace: Extension, Key: "keep", Version: protocol.KVVersion([]byte("v0"))}},
+		{"version changed", protocol.KVCheck{Namespace: Extension, Key: "keep", Version: digest.KVVersion([]byte("v0"))}},
 		{"required absent but present", protocol.KVCheck{Namespace: Extension, Key: "keep", Absent: true}},
-		{"required version but absent", protocol.KVCheck{Namespace: Extension, Key: "gone", Version: protocol.KVVersion([]byte("v1"))}},
+		{"required version but absent", protocol.KVCheck{Namespace: Extension, Key: "gone", Version: digest.KVVersion([]byte("v1"))}},
 		{"empty version never matches", protocol.KVCheck{Namespace: Extension, Key: "keep"}},
 		{"check on a key the batch deletes", protocol.KVCheck{Namespace: Extension, Key: "old", Absent: true}},
 	}

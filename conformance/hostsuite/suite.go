@@ -29,6 +29,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // Served is a host serving one extension: the handlers of the methods it
@@ -122,8 +123,8 @@ const (
 
 // ForeignID and SeenID are the IDs of the seeded Events.
 var (
-	ForeignID = protocol.EmittedEventID(Foreign, "f1")
-	SeenID    = protocol.EmittedEventID(Foreign, "s1")
+	ForeignID = digest.EmittedEventID(Foreign, "f1")
+	SeenID    = digest.EmittedEventID(Foreign, "s1")
 )
 
 // DefaultSetup is every check's Setup unless it names its own: Manifest,

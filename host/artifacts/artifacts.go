@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -57,7 +58,8 @@ type writer struct {
 	order protocol.ChunkOrder
 	rec   pebblekv.Artifact
 	f     *os.File
-	sum   hash.Hash
+	sum   hash.Hash // SHA-256, the content address
+	crc   uint32    // CRC-32 (IEEE), for a commit that gives one
 	size  int64
 	done  bool
 }
@@ -210,6 +212,7 @@ func (s *Store) Write(ctx context.Context, pkg string, p protocol.ArtifactWriteP
 		return protocol.ArtifactWriteResult{}, fmt.Errorf("artifact.write: writing artifact %s failed, and it is abandoned: %w", p.Artifact, err)
 	}
 	w.sum.Write(p.Data)
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, p.Data)
 	w.size += int64(len(p.Data))
 	w.order.Moved()
 	return protocol.ArtifactWriteResult{Size: w.size}, nil
@@ -231,9 +234,8 @@ func (s *Store) Commit(pkg string, p protocol.ArtifactCommitParams) (protocol.Ar
 		return s.committed(pkg, p.Artifact, protocol.Errorf(protocol.ErrNotFound, "artifact.commit: artifact %q is not open", p.Artifact))
 	}
 	digest := hex.EncodeToString(w.sum.Sum(nil))
-	if p.Digest != "" && p.Digest != digest {
-		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict,
-			"artifact.commit: artifact %s: digest %s does not match the %d bytes received", p.Artifact, p.Digest, w.size)
+	if err := protocol.CheckArtifactCommit(p, w.size, digest, w.crc); err != nil {
+		return protocol.ArtifactCommitResult{}, err
 	}
 	if err := s.place(w, digest); err != nil {
 		s.drop(w)

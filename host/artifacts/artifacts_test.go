@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,27 +196,55 @@ func TestChunkOverTheBoundIsInvalid(t *testing.T) {
 	f.write(t, "ext", c.Artifact, make([]byte, protocol.MaxChunkBytes), protocol.MaxChunkBytes)
 }
 
-func TestCommitWithAWrongDigestIsConflictAndNothingIsListed(t *testing.T) {
-	f := newFixture(t)
-	x := f.putExecution(t, "ext", "w_1")
-	c, err := f.s.Create("ext", protocol.ArtifactCreateParams{Execution: x, Name: "out"})
-	if err != nil {
-		t.Fatal(err)
+// TestCommitWithAWrongChecksumChangesNothing: a digest or CRC-32 that does
+// not match the bytes received (or a CRC-32 that is not one) is refused,
+// nothing is listed or stored, and the writer stays open for the right one.
+func TestCommitWithAWrongChecksumChangesNothing(t *testing.T) {
+	data := []byte("the bytes")
+	crc := protocol.FormatCRC32(crc32.ChecksumIEEE(data))
+	tests := []struct {
+		name         string
+		wrong, right protocol.ArtifactCommitParams
+		code         string
+	}{
+		{"digest of other bytes", protocol.ArtifactCommitParams{Digest: digestOf([]byte("other bytes"))},
+			protocol.ArtifactCommitParams{Digest: digestOf(data)}, protocol.CodeConflict},
+		{"crc32 of other bytes", protocol.ArtifactCommitParams{CRC32: protocol.FormatCRC32(crc32.ChecksumIEEE([]byte("other bytes")))},
+			protocol.ArtifactCommitParams{CRC32: crc}, protocol.CodeConflict},
+		{"right crc32, wrong digest", protocol.ArtifactCommitParams{CRC32: crc, Digest: digestOf(nil)},
+			protocol.ArtifactCommitParams{CRC32: crc, Digest: digestOf(data)}, protocol.CodeConflict},
+		{"crc32 in upper case", protocol.ArtifactCommitParams{CRC32: strings.ToUpper(crc)},
+			protocol.ArtifactCommitParams{CRC32: crc}, protocol.CodeInvalid},
 	}
-	f.write(t, "ext", c.Artifact, []byte("the bytes"), 4)
-	_, err = f.s.Commit("ext", protocol.ArtifactCommitParams{Artifact: c.Artifact, Digest: digestOf([]byte("other bytes"))})
-	wantCode(t, err, protocol.CodeConflict)
-	if got := f.listed(t, "w_1"); len(got) != 0 {
-		t.Fatalf("listed after a refused commit: %+v", got)
-	}
-	if entries, _ := os.ReadDir(filepath.Join(f.dir, "sha256")); len(entries) != 0 {
-		t.Fatalf("the content store holds %d files after a refused commit", len(entries))
-	}
-	_, _, err = f.s.Read(c.Artifact)
-	wantCode(t, err, protocol.CodeNotFound)
-	// The writer stays open: the right digest commits.
-	if _, err := f.s.Commit("ext", protocol.ArtifactCommitParams{Artifact: c.Artifact, Digest: digestOf([]byte("the bytes"))}); err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			x := f.putExecution(t, "ext", "w_1")
+			c, err := f.s.Create("ext", protocol.ArtifactCreateParams{Execution: x, Name: "out"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.write(t, "ext", c.Artifact, data, 4)
+			tt.wrong.Artifact, tt.right.Artifact = c.Artifact, c.Artifact
+			_, err = f.s.Commit("ext", tt.wrong)
+			wantCode(t, err, tt.code)
+			if got := f.listed(t, "w_1"); len(got) != 0 {
+				t.Fatalf("listed after a refused commit: %+v", got)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(f.dir, "sha256")); len(entries) != 0 {
+				t.Fatalf("the content store holds %d files after a refused commit", len(entries))
+			}
+			_, _, err = f.s.Read(c.Artifact)
+			wantCode(t, err, protocol.CodeNotFound)
+			// The writer stays open: the right checksum commits.
+			res, err := f.s.Commit("ext", tt.right)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Digest != digestOf(data) || res.Size != int64(len(data)) {
+				t.Fatalf("committed %+v", res)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // emitConfig is alpha of daemontest.Config, with binding agent granting
@@ -121,7 +122,7 @@ func TestToolbeltEmitThroughTheRealProbeCommitsItsRecordsOnce(t *testing.T) {
 	// the host would have named is neither accepted nor noted.
 	_, err = call("rq-emit-2", probe.Emit{Delivery: "refused-1", Fail: true})
 	wantClientCode(t, "a refused emit.commit", err, protocol.CodeConflict, "told to refuse")
-	id := protocol.EmittedEventID(probe.Name, "refused-1")
+	id := digest.EmittedEventID(probe.Name, "refused-1")
 	if seq, note := state(id); seq != before || note != "" {
 		t.Fatalf("a refused emission: log at %d (was %d), note %q; want nothing", seq, before, note)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/open-conduit/open-conduit/internal/daemontest"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // routedConfig is daemontest.Config with a manual route in alpha.
@@ -33,7 +34,7 @@ func TestServeRoutesAcceptedEvents(t *testing.T) {
 	if own.Code != "" {
 		t.Fatalf("emission: %+v", own)
 	}
-	id := protocol.EmittedEventID("probe", "d1")
+	id := digest.EmittedEventID("probe", "d1")
 	// The daemon holds the store, so its decision is read after it stops;
 	// the log's cursor tells when the router took the Event.
 	var d pebblekv.RouteDecision

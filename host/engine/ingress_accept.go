@@ -10,6 +10,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // Deliver takes one delivery from a package's own receiver (ingress.deliver):
@@ -141,7 +142,7 @@ func identify(ev protocol.EventDraft, em protocol.Emission) (draft, error) {
 	if err := protocol.CheckObservationIdentity(o); err != nil {
 		return draft{}, err
 	}
-	env, err := protocol.ObservationEnvelope(o, ev.Type)
+	env, err := digest.ObservationEnvelope(o, ev.Type)
 	if err != nil {
 		return draft{}, err
 	}

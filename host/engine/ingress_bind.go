@@ -9,7 +9,7 @@ import (
 )
 
 // Both ways in bind an outside item's (source, item, version) to one
-// canonical envelope (protocol.ObservationEnvelope) the first time they see
+// canonical envelope (digest.ObservationEnvelope) the first time they see
 // it: a reconcile observation always, a pushed draft when it names its item
 // and version. The binding is the same store record either way, so a push
 // and a later scan of the same item and version agree on what is new.

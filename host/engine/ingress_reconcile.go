@@ -12,6 +12,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // ReconcileSources is what a WebhookRoutes may also say: the sources each
@@ -220,7 +221,7 @@ func settle(rules protocol.KVRules, src protocol.Source, o protocol.Observation)
 	if err := rules.CheckEmission(em); err != nil {
 		return observed{}, fmt.Errorf("observation %s@%s: %w", o.Item, o.Version, err)
 	}
-	env, err := protocol.ObservationEnvelope(o, typ)
+	env, err := digest.ObservationEnvelope(o, typ)
 	if err != nil {
 		return observed{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 // call has the probe call a host method and returns the host's answer.
@@ -116,7 +117,7 @@ func TestStateReadsPageByBytesAndSayMore(t *testing.T) {
 // good Event is accepted after, on the same connection.
 func TestEventAcceptOverItsBoundsIsTooLargeAndWritesNothing(t *testing.T) {
 	h := boundsHarness(t, 1, 10)
-	parent := protocol.EmittedEventID("probe", "mine0")
+	parent := digest.EmittedEventID("probe", "mine0")
 	accept := func(delivery string, f func(p *protocol.EventAcceptParams)) protocol.EventAcceptParams {
 		p := protocol.EventAcceptParams{Scope: "mine", Source: "probe", DeliveryID: delivery, Type: "probe.seen", Parent: parent,
 			Payload: protocol.Payload{Data: jsontext.Value(`{}`)},
@@ -144,7 +145,7 @@ func TestEventAcceptOverItsBoundsIsTooLargeAndWritesNothing(t *testing.T) {
 			if a.Code != tc.code {
 				t.Fatalf("answered %q (%s), want %q", a.Code, a.Message, tc.code)
 			}
-			ev := h.call(t, protocol.MethodStateEvent, protocol.StateEventParams{ID: protocol.EmittedEventID(tc.p.Source, tc.p.DeliveryID)})
+			ev := h.call(t, protocol.MethodStateEvent, protocol.StateEventParams{ID: digest.EmittedEventID(tc.p.Source, tc.p.DeliveryID)})
 			rec := h.call(t, protocol.MethodKVGet, protocol.KVGetParams{Namespace: "probe", Key: tc.p.Records.Puts[0].Key})
 			written := ev.Code == "" || strings.Contains(string(rec.Result), `"found":true`)
 			if written != (tc.code == "") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/crc32"
 	"os"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func wantCode(t *testing.T, err error, code string) {
 
 // TestMemhostArtifactsFollowTheDaemonsRules: an artifact naming a held
 // execution is listed under its Work; chunks at the wrong offset and a
-// wrong digest are conflicts that change nothing; an unknown execution is
+// wrong digest or CRC-32 are conflicts that change nothing; an unknown execution is
 // not_found; a commit is retried with the same answer.
 func TestMemhostArtifactsFollowTheDaemonsRules(t *testing.T) {
 	h := memhost.New("runner", memhost.WithManifest(runner()))
@@ -87,8 +88,14 @@ func TestMemhostArtifactsFollowTheDaemonsRules(t *testing.T) {
 	if a := h.Artifacts()[c.Artifact]; a.Committed {
 		t.Fatal("committed after a wrong digest")
 	}
+	_, err = jsonrpc.Invoke(ctx, conn, protocol.ArtifactCommit, protocol.ArtifactCommitParams{Artifact: c.Artifact, CRC32: protocol.FormatCRC32(crc32.ChecksumIEEE([]byte("hello")))})
+	wantCode(t, err, protocol.CodeConflict)
+	if a := h.Artifacts()[c.Artifact]; a.Committed {
+		t.Fatal("committed after a wrong crc32")
+	}
 	sum := sha256.Sum256([]byte("hello world"))
-	res, err := jsonrpc.Invoke(ctx, conn, protocol.ArtifactCommit, protocol.ArtifactCommitParams{Artifact: c.Artifact, Digest: hex.EncodeToString(sum[:])})
+	res, err := jsonrpc.Invoke(ctx, conn, protocol.ArtifactCommit, protocol.ArtifactCommitParams{
+		Artifact: c.Artifact, Digest: hex.EncodeToString(sum[:]), CRC32: protocol.FormatCRC32(crc32.ChecksumIEEE([]byte("hello world")))})
 	if err != nil || res.Size != 11 {
 		t.Fatalf("commit: %+v %v", res, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/digest"
 )
 
 func (h *Host) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGetResult, error) {
@@ -20,7 +21,7 @@ func (h *Host) get(_ context.Context, p protocol.KVGetParams) (protocol.KVGetRes
 	if !ok {
 		return protocol.KVGetResult{}, nil
 	}
-	return protocol.KVGetResult{Found: true, Value: bytes.Clone(v), Version: protocol.KVVersion(v)}, nil
+	return protocol.KVGetResult{Found: true, Value: bytes.Clone(v), Version: digest.KVVersion(v)}, nil
 }
 
 // list pages keys strictly after After, as the daemon's store does: the
@@ -47,7 +48,7 @@ func (h *Host) list(_ context.Context, p protocol.KVListParams) (protocol.KVList
 			res.More = true
 			break
 		}
-		res.Items = append(res.Items, protocol.KVItem{Key: k, Value: bytes.Clone(v), Version: protocol.KVVersion(v)})
+		res.Items = append(res.Items, protocol.KVItem{Key: k, Value: bytes.Clone(v), Version: digest.KVVersion(v)})
 	}
 	return res, nil
 }
@@ -89,18 +90,18 @@ func (tx *memTx) KVVersion(ns, key string) (string, bool, error) {
 		if st.deleted {
 			return "", false, nil
 		}
-		return protocol.KVVersion(st.value), true, nil
+		return digest.KVVersion(st.value), true, nil
 	}
 	v, ok := tx.h.kv[ns][key]
 	if !ok {
 		return "", false, nil
 	}
-	return protocol.KVVersion(v), true, nil
+	return digest.KVVersion(v), true, nil
 }
 
-func (tx *memTx) KVPut(ns, key string, value []byte) error {
+func (tx *memTx) KVPut(ns, key string, value []byte) (string, error) {
 	tx.staged[kvKey{ns, key}] = staged{value: bytes.Clone(value)}
-	return nil
+	return digest.KVVersion(value), nil
 }
 
 func (tx *memTx) KVDelete(ns, key string) error {
@@ -122,7 +123,7 @@ func (tx *memTx) event(id string) (protocol.Event, bool) {
 }
 
 // Emit accepts an Event as the daemon's log does: one per source and
-// delivery ID, named protocol.EmittedEventID, its parent an accepted Event
+// delivery ID, named digest.EmittedEventID, its parent an accepted Event
 // of the same scope.
 func (tx *memTx) Emit(e protocol.Emission) (string, bool, error) {
 	ev, added, err := tx.accept(e)
@@ -141,7 +142,7 @@ func (tx *memTx) accept(e protocol.Emission) (protocol.Event, bool, error) {
 	case e.Type == "":
 		return protocol.Event{}, false, protocol.Errorf(protocol.ErrInvalid, "event %s/%s needs a type", e.Source, e.DeliveryID)
 	}
-	id := protocol.EmittedEventID(e.Source, e.DeliveryID)
+	id := digest.EmittedEventID(e.Source, e.DeliveryID)
 	if old, found := tx.event(id); found {
 		return old, false, nil
 	}

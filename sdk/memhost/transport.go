@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -42,6 +43,7 @@ type Artifact struct {
 	// order holds a chunk that arrived ahead of the bytes before it.
 	order  protocol.ChunkOrder
 	sum    hash.Hash
+	crc    uint32
 	digest string
 }
 
@@ -97,6 +99,7 @@ func (h *Host) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams
 	}
 	a.parts = append(a.parts, p.Data)
 	a.sum.Write(p.Data)
+	a.crc = crc32.Update(a.crc, crc32.IEEETable, p.Data)
 	a.size += int64(len(p.Data))
 	a.Chunks++
 	a.order.Moved()
@@ -114,8 +117,8 @@ func (h *Host) artifactCommit(_ context.Context, p protocol.ArtifactCommitParams
 		return protocol.ArtifactCommitResult{Artifact: a.ID, Size: a.size, Digest: a.digest}, nil
 	}
 	digest := hex.EncodeToString(a.sum.Sum(nil))
-	if p.Digest != "" && p.Digest != digest {
-		return protocol.ArtifactCommitResult{}, protocol.Errorf(protocol.ErrConflict, "artifact %s: digest %s does not match the %d bytes received", a.ID, p.Digest, a.size)
+	if err := protocol.CheckArtifactCommit(p, a.size, digest, a.crc); err != nil {
+		return protocol.ArtifactCommitResult{}, err
 	}
 	a.Committed, a.digest = true, digest
 	a.order.Moved()
