@@ -203,7 +203,7 @@ func (c *Conn) viewRequest(v *jsonrpc2.MessageView) (r request, method string, o
 // methodName is the handler table's own string for a method it serves, and
 // a copy of any other name: the bytes are the read buffer's.
 func (c *Conn) methodName(b []byte) string {
-	if name, ok := c.opts.Handlers.names[string(b)]; ok {
+	if name, ok := c.opts.Handlers.name(b); ok {
 		return name
 	}
 	return string(b)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -24,7 +24,19 @@ type HandlerFunc func(ctx context.Context, params jsontext.Value) (any, error)
 // answers. A Table is filled before its connection starts and then only read.
 type Table struct {
 	handlers map[string]HandlerFunc
-	names    map[string]string // each method's name, for intern
+	names    map[string]string // each method's own name string (methodName)
+	// under serves the methods handlers does not (Layer); nil for a table
+	// of its own.
+	under *Table
+}
+
+// Layer returns a table serving top's methods and, for every other, the
+// one under serves: a host's table over its defaults. Nothing is copied,
+// so layering costs nothing per connection; both tables are read as they
+// are when each call arrives. Register nothing on the layered table (it
+// panics): register on top or under.
+func Layer(top, under *Table) *Table {
+	return &Table{handlers: top.handlers, names: top.names, under: under}
 }
 
 // NewTable returns an empty table.
@@ -37,6 +49,9 @@ func NewTable() *Table {
 func (t *Table) HandleRaw(method string, fn HandlerFunc) *Table {
 	if fn == nil {
 		panic(fmt.Sprintf("jsonrpc: Handle %q: nil handler", method))
+	}
+	if t.under != nil {
+		panic(fmt.Sprintf("jsonrpc: Handle %q: a layered table takes no handlers; register on one of its layers", method))
 	}
 	if _, dup := t.handlers[method]; dup {
 		panic(fmt.Sprintf("jsonrpc: Handle %q: registered twice", method))
@@ -126,34 +141,41 @@ func decodeProblem(err error) string {
 	return err.Error()
 }
 
-// intern returns the table's own copy of a method name it serves, and a
-// copy of any other: the name a call arrives with is borrowed from the read
-// buffer.
-func (t *Table) intern(method string) string {
-	if name, ok := t.names[method]; ok {
-		return name
+// name is the table's own string for a method it serves, whose name is
+// b's bytes.
+func (t *Table) name(b []byte) (string, bool) {
+	for ; t != nil; t = t.under {
+		if name, ok := t.names[string(b)]; ok {
+			return name, true
+		}
 	}
-	return strings.Clone(method)
+	return "", false
 }
 
 // Lookup returns the handler for method.
 func (t *Table) Lookup(method string) (HandlerFunc, bool) {
-	h, ok := t.handlers[method]
-	return h, ok
+	for ; t != nil; t = t.under {
+		if h, ok := t.handlers[method]; ok {
+			return h, true
+		}
+	}
+	return nil, false
 }
 
 // Has reports whether method has a handler.
 func (t *Table) Has(method string) bool {
-	_, ok := t.handlers[method]
+	_, ok := t.Lookup(method)
 	return ok
 }
 
-// Methods lists the registered methods, sorted.
+// Methods lists the registered methods (of every layer), sorted.
 func (t *Table) Methods() []string {
-	out := make([]string, 0, len(t.handlers))
-	for m := range t.handlers {
-		out = append(out, m)
+	var out []string
+	for l := t; l != nil; l = l.under {
+		for m := range l.handlers {
+			out = append(out, m)
+		}
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }

@@ -3,7 +3,10 @@ package jsonrpc
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/digest"
@@ -52,4 +55,43 @@ func TestServeAndInvokeShareTheDescriptor(t *testing.T) {
 	if !errors.Is(err, protocol.ErrMethodNotFound) || res.Items != nil {
 		t.Fatalf("an unserved descriptor: %+v %v", res, err)
 	}
+}
+
+// TestLayerServesTopThenUnder: a layered table answers a method from its
+// top layer when it has one and from the layer under it otherwise, over
+// real pipes; it lists both layers' methods once each, refuses
+// registration, and a method neither layer serves is method_not_found.
+func TestLayerServesTopThenUnder(t *testing.T) {
+	answer := func(s string) HandlerFunc {
+		return func(context.Context, jsontext.Value) (any, error) { return s, nil }
+	}
+	top, under := NewTable(), NewTable()
+	top.HandleRaw("both", answer("top"))
+	top.HandleRaw("top.only", answer("top"))
+	under.HandleRaw("both", answer("under"))
+	under.HandleRaw("under.only", answer("under"))
+	layered := Layer(top, under)
+	if got, want := layered.Methods(), []string{"both", "top.only", "under.only"}; !slices.Equal(got, want) {
+		t.Fatalf("methods %v, want %v", got, want)
+	}
+	if !layered.Has("under.only") || layered.Has("neither") {
+		t.Fatal("Has does not see through the layers")
+	}
+	_, ext := connPair(t, Options{Handlers: layered}, Options{})
+	ctx := context.Background()
+	for method, want := range map[string]string{"both": "top", "top.only": "top", "under.only": "under"} {
+		var got string
+		if err := ext.Call(ctx, method, nil, &got); err != nil || got != want {
+			t.Errorf("%s answered %q %v, want %q", method, got, err, want)
+		}
+	}
+	if err := ext.Call(ctx, "neither", nil, nil); !errors.Is(err, protocol.ErrMethodNotFound) {
+		t.Errorf("a method no layer serves: %v, want method_not_found", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering on a layered table did not panic")
+		}
+	}()
+	layered.HandleRaw("late", answer("late"))
 }

@@ -298,33 +298,21 @@ func Start(ctx context.Context, pkg Package, opts Options) (*Session, error) {
 // not serve answering unsupported (protocol.UnservedCallback), honestly,
 // rather than method_not_found.
 func hostTable(served *jsonrpc.Table) *jsonrpc.Table {
-	t := jsonrpc.NewTable()
-	for _, name := range served.Methods() {
-		h, _ := served.Lookup(name)
-		t.HandleRaw(name, h)
-	}
-	for _, name := range callbackNames() {
-		if t.Has(name) {
-			continue
-		}
-		t.HandleRaw(name, func(context.Context, jsontext.Value) (any, error) {
-			return nil, protocol.UnservedCallback(name)
-		})
-	}
-	return t
+	return jsonrpc.Layer(served, unservedCallbacks())
 }
 
-// callbackNames are the catalogued E→H methods, listed once: the catalogue
-// is a sorted copy each time it is asked for, which cost every session's
-// start more than the rest of its table.
-var callbackNames = sync.OnceValue(func() []string {
-	var names []string
+// unservedCallbacks answers every catalogued E→H method unsupported, built
+// once: every session's table lies over it rather than copying it.
+var unservedCallbacks = sync.OnceValue(func() *jsonrpc.Table {
+	t := jsonrpc.NewTable()
 	for _, m := range protocol.Catalogue() {
 		if m.Direction == protocol.ExtensionToHost {
-			names = append(names, m.Name)
+			t.HandleRaw(m.Name, func(context.Context, jsontext.Value) (any, error) {
+				return nil, protocol.UnservedCallback(m.Name)
+			})
 		}
 	}
-	return names
+	return t
 })
 
 // Name is the extension's name.
