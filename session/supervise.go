@@ -72,6 +72,15 @@ func (s *Session) launch(ctx context.Context) error {
 }
 
 // handshake runs initialize and configure, and names the phase it failed in.
+//
+// configure goes out right behind initialize, before its answer, so a start
+// costs one round trip rather than two (about 0.1 ms of the 2 to 3 a start
+// takes here): the extension reads configure once it has served
+// initialize. An extension that serves requests at once may find configure
+// before initialize is done and answer not_initialized, as the protocol
+// asks of any request before initialize; configure is then sent again. A
+// configure that asks for a KV migration waits for initialize's answer, so
+// no process migrates the store before its manifest is checked.
 func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version int, phase string, err error) {
 	m := s.pkg.Manifest
 	params := s.opts.Initialize
@@ -79,7 +88,16 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 	params.Host = s.opts.HostInfo
 	params.StateDir = s.opts.StateDir
 	ans := announced{written: s.written}
-	if err := conn.Call(ctx, protocol.Initialize.Name, params, &ans); err != nil {
+	init, err := conn.Start(ctx, protocol.Initialize.Name, params, &ans)
+	if err != nil {
+		return 0, protocol.MethodInitialize, err
+	}
+	cparams := s.opts.Configure()
+	var conf *configureSent
+	if cparams.KV.Stored >= cparams.KV.Declared {
+		conf = s.sendConfigure(ctx, conn, cparams)
+	}
+	if err := init.Wait(); err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
 	res := &ans.result
@@ -93,10 +111,38 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 			"extension %s announced a manifest that differs from %s (first difference: %s); the binary and the manifest are from different releases: reinstall the package",
 			s.name, protocol.ManifestFile, m.Diff(&res.Manifest))
 	}
-	if _, err := s.configure(ctx, conn); err != nil {
+	if conf == nil || conf.wait() {
+		conf = s.sendConfigure(ctx, conn, cparams)
+		conf.wait()
+	}
+	if _, err := s.judgeConfigure(cparams, conf.res, conf.err); err != nil {
 		return 0, protocol.MethodConfigure, err
 	}
 	return res.ProtocolVersion, "", nil
+}
+
+// configureSent is a configure request on its way: its answer once wait
+// returns.
+type configureSent struct {
+	pending *jsonrpc.Pending
+	res     protocol.ConfigureResult
+	err     error
+}
+
+// sendConfigure sends configure with params, not waiting for the answer.
+func (s *Session) sendConfigure(ctx context.Context, conn *jsonrpc.Conn, params protocol.ConfigureParams) *configureSent {
+	c := &configureSent{}
+	c.pending, c.err = conn.Start(ctx, protocol.Configure.Name, params, &c.res)
+	return c
+}
+
+// wait waits for the answer and reports whether the extension refused the
+// request as one before initialize (not_initialized), to be sent again.
+func (c *configureSent) wait() (again bool) {
+	if c.err == nil {
+		c.err = c.pending.Wait()
+	}
+	return protocol.CodeOf(c.err) == protocol.CodeNotInitialized
 }
 
 // sameManifest is m.SemanticallyEqual(o) for the package manifest m, with
@@ -112,6 +158,12 @@ func (s *Session) sameManifest(o *protocol.Manifest) bool {
 func (s *Session) configure(ctx context.Context, conn *jsonrpc.Conn) (protocol.ConfigureResult, error) {
 	params := s.opts.Configure()
 	res, err := jsonrpc.Invoke(ctx, conn, protocol.Configure, params)
+	return s.judgeConfigure(params, res, err)
+}
+
+// judgeConfigure judges configure's answer to params: an error, or what the
+// extension registers outside its namespaces, refuses the configuration.
+func (s *Session) judgeConfigure(params protocol.ConfigureParams, res protocol.ConfigureResult, err error) (protocol.ConfigureResult, error) {
 	if err != nil {
 		if protocol.CodeOf(err) == protocol.CodeTransport || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return res, err
