@@ -2,7 +2,7 @@
 // the SDK's bench extension, then one echo) and the raw pipe program (spawn
 // to its first line back) in turn, many times, and prints the medians of
 // each phase of ours as the host's wire tap saw them: the initialize
-// request written, its answer read, configure written and answered, Start
+// request written, configure written behind it, each answer read, Start
 // returned, the first echo answered. Where transportbench says how long a
 // cold start takes, this says where it goes.
 package main
@@ -36,8 +36,9 @@ type frames struct {
 
 func (f *frames) Observe(bool, []byte) { f.at = append(f.at, time.Since(f.t0)) }
 
-// handshake names the lines of a start, in the order they cross.
-var handshake = []string{"initialize written", "initialize answered", "configure written", "configure answered"}
+// handshake names the lines of a start, in the order they cross: the host
+// writes configure right behind initialize.
+var handshake = []string{"initialize written", "configure written", "initialize answered", "configure answered"}
 
 func main() {
 	n := flag.Int("n", 200, "starts of each")
