@@ -9,6 +9,7 @@ import (
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -90,5 +91,34 @@ func TestFlagsRefuseWhatTheyCannotUse(t *testing.T) {
 	}
 	if _, err := ParseSecrets([]string{"api_key=env:KEY", "token=value=with=equals"}); err != nil {
 		t.Errorf("good secrets refused: %v", err)
+	}
+}
+
+// TestPrintedCallActsInTheScopeOnlyWhenItUsesThePackage: the call command
+// dev prints names the generated scope for a package that declares entry
+// types (the scope uses it through its entries) and no scope for one that
+// declares none, which the scope does not use and where a call naming it
+// would be refused.
+func TestPrintedCallActsInTheScopeOnlyWhenItUsesThePackage(t *testing.T) {
+	op := protocol.Operation{Name: "echo.say", Kind: protocol.OperationHandler}
+	tests := []struct {
+		name  string
+		types []protocol.ExtensionType
+		want  string
+	}{
+		{"entry types", []protocol.ExtensionType{{Type: "echo"}}, "extension call --state /s --scope dev echo echo.say --input"},
+		{"no entry types", nil, "extension call --state /s echo echo.say --input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &protocol.Manifest{Name: "echo", Version: "0.1.0"}
+			m.Provides.Operations = []protocol.Operation{op}
+			m.Provides.Extensions = tt.types
+			var b strings.Builder
+			printReady(&b, Paths{State: "/s"}, m, client.Extension{PID: 7})
+			if !strings.Contains(b.String(), tt.want) {
+				t.Fatalf("printed:\n%s\nwant a line holding %q", b.String(), tt.want)
+			}
+		})
 	}
 }

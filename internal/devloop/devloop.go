@@ -299,10 +299,21 @@ func printReady(w io.Writer, p Paths, m *protocol.Manifest, x client.Extension) 
 		if op.Kind != "" && op.Kind != "handler" {
 			continue
 		}
-		fmt.Fprintf(w, "call %s:\n  open-conduit extension call --state %s --scope %s %s %s --input %s\n",
-			op.Name, st, Scope, m.Name, op.Name, shellQuote(sampleInput(op.Input)))
+		fmt.Fprintf(w, "call %s:\n  open-conduit extension call --state %s%s %s %s --input %s\n",
+			op.Name, st, scopeFlag(m), m.Name, op.Name, shellQuote(sampleInput(op.Input)))
 	}
 	fmt.Fprintf(w, "follow its log:\n  open-conduit logs --state %s %s --follow\n", st, m.Name)
+}
+
+// scopeFlag is the --scope a call of m's operations acts in: the generated
+// scope, which uses m only through its entries, so none for a package that
+// declares no extension types (the call would be refused: the scope does
+// not use it).
+func scopeFlag(m *protocol.Manifest) string {
+	if len(m.Provides.Extensions) == 0 {
+		return ""
+	}
+	return " --scope " + Scope
 }
 
 // sampleInput is an input object naming each property of an operation's
