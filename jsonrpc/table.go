@@ -36,6 +36,11 @@ type Table struct {
 // are when each call arrives. Register nothing on the layered table (it
 // panics): register on top or under.
 func Layer(top, under *Table) *Table {
+	if top.under != nil {
+		// top is layered itself: what it does not serve, its own under
+		// does, and under comes after that.
+		under = Layer(top.under, under)
+	}
 	return &Table{handlers: top.handlers, names: top.names, under: under}
 }
 

@@ -88,6 +88,20 @@ func TestLayerServesTopThenUnder(t *testing.T) {
 	if err := ext.Call(ctx, "neither", nil, nil); !errors.Is(err, protocol.ErrMethodNotFound) {
 		t.Errorf("a method no layer serves: %v, want method_not_found", err)
 	}
+	// A layered table laid over another keeps every layer, in order.
+	newTop := NewTable()
+	newTop.HandleRaw("new.only", answer("new"))
+	three := Layer(newTop, Layer(layered, NewTable()))
+	for method, want := range map[string]string{"new.only": "new", "both": "top", "under.only": "under"} {
+		h, ok := three.Lookup(method)
+		if !ok {
+			t.Errorf("layered twice: %s is not served", method)
+			continue
+		}
+		if got, _ := h(ctx, nil); got != want {
+			t.Errorf("layered twice: %s answered %v, want %q", method, got, want)
+		}
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("registering on a layered table did not panic")

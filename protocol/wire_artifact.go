@@ -54,9 +54,10 @@ func FormatCRC32(sum uint32) string {
 }
 
 // CheckArtifactCommit judges the checksums an artifact.commit gives against
-// the bytes received: size of them, their SHA-256 in lower-case hex
-// (digest) and their CRC-32 (IEEE). A checksum left out is not judged; one
-// that differs is conflict, so the writer stays open. Every host judges
+// the bytes received: size bytes, whose SHA-256 in lower-case hex is digest
+// and whose CRC-32 (IEEE) is crc. A checksum left out is not judged; one
+// that differs is conflict and a crc32 that is not eight lower-case hex
+// digits invalid, and either way the writer stays open. Every host judges
 // artifact.commit by it.
 func CheckArtifactCommit(p ArtifactCommitParams, size int64, digest string, crc uint32) error {
 	if p.Digest != "" && p.Digest != digest {

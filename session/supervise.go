@@ -74,8 +74,9 @@ func (s *Session) launch(ctx context.Context) error {
 // handshake runs initialize and configure, and names the phase it failed in.
 //
 // configure goes out right behind initialize, before its answer, so a start
-// costs one round trip rather than two (about 0.1 ms of the 2 to 3 a start
-// takes here): the extension reads configure once it has served
+// costs one round trip rather than two (about 0.1 ms of the 2 to 3 ms a
+// start takes on the benchmark machine): the extension reads configure once
+// it has served
 // initialize. An extension that serves requests at once may find configure
 // before initialize is done and answer not_initialized, as the protocol
 // asks of any request before initialize; configure is then sent again. A
@@ -88,7 +89,7 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 	params.Host = s.opts.HostInfo
 	params.StateDir = s.opts.StateDir
 	ans := announced{written: s.written}
-	init, err := conn.Start(ctx, protocol.Initialize.Name, params, &ans)
+	initCall, err := conn.Start(ctx, protocol.Initialize.Name, params, &ans)
 	if err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
@@ -97,7 +98,7 @@ func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version in
 	if cparams.KV.Stored >= cparams.KV.Declared {
 		conf = s.sendConfigure(ctx, conn, cparams)
 	}
-	if err := init.Wait(); err != nil {
+	if err := initCall.Wait(); err != nil {
 		return 0, protocol.MethodInitialize, err
 	}
 	res := &ans.result
