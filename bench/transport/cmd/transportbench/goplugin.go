@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -65,10 +66,15 @@ type started struct {
 func (r *pluginRunner) start(bin string, host *pluginHost, version uint) (*started, error) {
 	hs := gp.Handshake
 	hs.ProtocolVersion = version
+	// go-plugin's server makes its socket in the temporary directory and
+	// leaves it there when it is killed: it goes in the run's directory,
+	// which the run removes, rather than a few hundred a run in /tmp.
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "TMPDIR="+r.work)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  hs,
 		Plugins:          map[string]plugin.Plugin{"bench": &gp.Plugin{}},
-		Cmd:              exec.Command(bin),
+		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
 	})
