@@ -32,6 +32,7 @@ func storePath(gs []goBench) string {
 	var b strings.Builder
 	for _, row := range []struct{ label, variant string }{
 		{"raw Pebble, one committer (db.Apply, pebble.Sync)", "raw1"},
+		{"raw Pebble, one committer idle 20 µs before each commit (commits/s over the commits' own time)", "raw1idle"},
 		{"raw Pebble, 8 committers at once", "raw8"},
 		{"kv.commit from one extension (SDK Host.Commit over pipes, synced)", "ext1"},
 		{"kv.commit from 8 extensions at once (8 processes, 8 sessions, one store)", "ext8"},
