@@ -178,7 +178,7 @@ func (r *report) markdown(notes []byte) []byte {
 		if t.Met {
 			met = "yes"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s %s | %s |\n", t.Name, t.Want, num(t.Value), t.Unit, met)
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s |\n", t.Name, t.Want, judgedNum(t.Value), t.Unit, met)
 	}
 	if len(r.GoBench) > 0 {
 		b.WriteString("\n## Engine and store (go test -bench, same run)\n\n| package | benchmark | iterations | results |\n| --- | --- | ---: | --- |\n")
@@ -210,6 +210,16 @@ func num(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// judgedNum is a judged figure as the targets table prints it: a small one
+// with three decimals, so a value just short of its bound (0.7958 against
+// ≥ 0.8) never prints as the bound beside a "no".
+func judgedNum(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return num(v)
 }
 
 // cpuModel reads the CPU's model name on Linux.

@@ -86,3 +86,17 @@ func TestReportShowsTheLibraryColumnAndBothRatios(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsTablePrintsAFigureJustShortWithItsThirdDecimal: 0.7958
+// against ≥ 0.8 prints as 0.796 beside its "no", never as 0.80.
+func TestTargetsTablePrintsAFigureJustShortWithItsThirdDecimal(t *testing.T) {
+	run := oneRun()
+	run["ours"]["concurrent_calls_per_s"] = []float64{23874}
+	md := string(newReport(short, run, time.Second).markdown(nil))
+	if want := "| concurrent calls/s vs go.lsp.dev/jsonrpc2 alone | ≥ 0.8× | 0.796 × | no |"; !strings.Contains(md, want) {
+		t.Errorf("missing %q in\n%s", want, md)
+	}
+	if strings.Contains(md, "| 0.80 × | no |") {
+		t.Errorf("a figure short of its bound printed as the bound:\n%s", md)
+	}
+}
