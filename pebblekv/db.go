@@ -116,9 +116,12 @@ type DB struct {
 	write *pebble.WriteOptions
 	// po are the options pdb was opened with (the deep check reads the
 	// files with them).
-	po        *pebble.Options
-	readOnly  bool
-	reserve   int64
+	po       *pebble.Options
+	readOnly bool
+	reserve  int64
+	// space is dir held open for the reserve's checks; closed by Close,
+	// under life.
+	space     spaceDir
 	committed func(uint64)
 	manifest  manifestWatch
 
@@ -189,6 +192,7 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 		_ = pdb.Close()
 		return nil, err
 	}
+	db.space = openSpaceDir(dir)
 	return db, nil
 }
 
@@ -336,6 +340,7 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	db.space.close()
 	if err := db.health.failure(); err != nil {
 		return err
 	}

@@ -108,7 +108,9 @@ func (db *DB) Recovery() Recovery {
 // Space is the free space on the store's filesystem and the reserve an
 // Update must leave there (negative: not checked).
 func (db *DB) Space() (free, reserve int64, err error) {
-	free, err = freeSpace(db.dir)
+	db.life.RLock()
+	defer db.life.RUnlock()
+	free, err = db.space.free(db.dir)
 	return free, db.reserve, err
 }
 
@@ -120,7 +122,7 @@ func (db *DB) room(need int64) error {
 	if db.reserve < 0 {
 		return nil
 	}
-	free, err := freeSpace(db.dir)
+	free, err := db.space.free(db.dir)
 	if err != nil || free-2*need >= db.reserve {
 		return nil
 	}
