@@ -109,6 +109,42 @@ func appendNamed(b []byte, namespace, key string) ([]byte, bool) {
 	return appendString(b, key)
 }
 
+// UnmarshalJSONOnePass decodes kv.commit's result from the JSON object
+// data, as json.Unmarshal would: an extension decodes one per commit, and
+// the versions of puts, strings without escapes, are read in one pass;
+// anything else (emissions, an escape, null, an empty list, invalid JSON) is
+// left to json.Unmarshal. Only a zero r is decoded directly: into anything
+// else json.Unmarshal merges.
+func (r *KVCommitResult) UnmarshalJSONOnePass(data []byte) error {
+	if r.Versions == nil && r.Emissions == nil {
+		var v KVCommitResult
+		if v.unmarshalFlat(data) {
+			*r = v
+			return nil
+		}
+	}
+	return json.Unmarshal(data, r)
+}
+
+// unmarshalFlat is the result's one pass: false, with r possibly
+// half-filled, when it leaves the result to json.Unmarshal.
+func (r *KVCommitResult) unmarshalFlat(b []byte) bool {
+	s := kvScan{b: b}
+	i := s.members(skipSpace(b, 0), func(name []byte, i int) int {
+		if string(name) != "versions" || r.Versions != nil {
+			return -1
+		}
+		return s.list(i, func(i int) int {
+			var v string
+			seen := false
+			i = s.text(i, &v, &seen)
+			r.Versions = append(r.Versions, v)
+			return i
+		})
+	})
+	return i >= 0 && skipSpace(b, i) == len(b)
+}
+
 // AppendJSON appends the result as JSON to b, byte for byte what
 // json.Marshal writes, and fails as json.Marshal fails. The versions are
 // written here; a result with emissions goes to json.Marshal whole.

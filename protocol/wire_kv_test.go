@@ -63,6 +63,16 @@ func TestKVCommitOnePassAgreesWithUnmarshal(t *testing.T) {
 			compareKVWithUnmarshal(t, []byte(tc.in))
 		})
 	}
+	// Into params already holding a put, json.Unmarshal's merge.
+	p := KVCommitParams{Deletes: []KVDelete{{Namespace: "n", Key: "old"}}}
+	want := KVCommitParams{Deletes: []KVDelete{{Namespace: "n", Key: "old"}}}
+	raw := []byte(`{"puts":[{"namespace":"n","key":"k","value":"AAAA"}]}`)
+	if err := p.UnmarshalJSONOnePass(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(p, want) {
+		t.Errorf("into non-zero params: %+v, json.Unmarshal %+v (%v)", p, want, err)
+	}
 }
 
 // TestKVCommitOnePassOwnsItsBytes pins that nothing decoded aliases the
@@ -272,5 +282,70 @@ func sameAsMarshal(t *testing.T, v any, appendJSON func([]byte) ([]byte, error))
 	}
 	if wantErr == nil && string(got) != "prefix"+string(want) {
 		t.Fatalf("%+v:\n got %s\nwant prefix%s", v, got, want)
+	}
+}
+
+// kvResultCases are kv.commit results as hosts might send them.
+var kvResultCases = []struct {
+	name    string
+	in      string
+	onePass bool
+}{
+	{"one_version", `{"versions":["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"]}`, true},
+	{"two_spaced", ` { "versions" : [ "a" , "b" ] } `, true},
+	{"empty_object", `{}`, false},
+	{"emissions", `{"versions":["a"],"emissions":[{"event_id":"e","added":true}]}`, false},
+	{"versions_twice", `{"versions":["a"],"versions":["b"]}`, false},
+	{"escaped", `{"versions":["a\u0062"]}`, false},
+	{"empty_list", `{"versions":[]}`, false},
+	{"null", `{"versions":null}`, false},
+	{"number", `{"versions":[1]}`, false},
+	{"unknown", `{"versions":["a"],"x":true}`, false},
+	{"trailing", `{"versions":["a"]}]`, false},
+	{"invalid_utf8", "{\"versions\":[\"\xfe\"]}", false},
+}
+
+// TestKVCommitResultOnePassAgreesWithUnmarshal: the result's one pass
+// takes what hosts write and decodes everything as json.Unmarshal does.
+func TestKVCommitResultOnePassAgreesWithUnmarshal(t *testing.T) {
+	for _, tc := range kvResultCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var fast KVCommitResult
+			if got := fast.unmarshalFlat([]byte(tc.in)); got != tc.onePass {
+				t.Errorf("one pass took it: %v, want %v", got, tc.onePass)
+			}
+			compareKVResultWithUnmarshal(t, []byte(tc.in))
+		})
+	}
+	// Into a result already holding versions, json.Unmarshal's merge.
+	r := KVCommitResult{Versions: []string{"old"}}
+	want := r
+	raw := []byte(`{"versions":["new"]}`)
+	if err := r.UnmarshalJSONOnePass(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(r, want) {
+		t.Errorf("into a non-zero result: %+v, json.Unmarshal %+v (%v)", r, want, err)
+	}
+}
+
+// FuzzKVCommitResultOnePass checks the result's one pass against
+// json.Unmarshal on anything.
+func FuzzKVCommitResultOnePass(f *testing.F) {
+	for _, tc := range kvResultCases {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(compareKVResultWithUnmarshal)
+}
+
+func compareKVResultWithUnmarshal(t *testing.T, raw []byte) {
+	var want, got KVCommitResult
+	wantErr := json.Unmarshal(raw, &want)
+	gotErr := got.UnmarshalJSONOnePass(raw)
+	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+		t.Fatalf("%q: error %v, json.Unmarshal's %v", raw, gotErr, wantErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decoded %+v, json.Unmarshal %+v", raw, got, want)
 	}
 }
