@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -528,5 +529,39 @@ func waitFor(t testing.TB, cond func() bool) {
 			t.Fatal("condition never held")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCloseDuringReleasesEndsTheConnection: with handlers calling the peer
+// back (each call passes the reader role on) while this side closes, the
+// connection still ends: Done closes and the reason is recorded, whatever
+// the moment of the close against the hand-overs. The end is run by
+// whoever holds the reader role when reading ends, so a role lost in a
+// hand-over would leave Done open forever.
+func TestCloseDuringReleasesEndsTheConnection(t *testing.T) {
+	for i := range 200 {
+		table := NewTable()
+		var b *Conn
+		table.HandleRaw("callback", func(ctx context.Context, _ jsontext.Value) (any, error) {
+			_ = b.Call(ctx, "echo", echoParams{Text: "x"}, nil)
+			return nil, nil
+		})
+		a, b0 := connPair(t, Options{Handlers: echoTable()}, Options{Handlers: table})
+		b = b0
+		for range 4 {
+			go func() { _ = a.Call(context.Background(), "callback", nil, nil) }()
+		}
+		if i%2 == 0 {
+			runtime.Gosched()
+		}
+		_ = b.Close()
+		select {
+		case <-b.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("iteration %d: Close returned and Done never closed", i)
+		}
+		if b.Err() != nil {
+			t.Fatalf("iteration %d: this side's close recorded %v", i, b.Err())
+		}
 	}
 }

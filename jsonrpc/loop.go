@@ -88,7 +88,8 @@ func newLane() *lane {
 }
 
 // reader holds the reader role until reading ends, parking as the spare
-// between the calls it served whose release passed the role on.
+// between the calls it served whose release passed the role on. The one
+// holding the role when reading ends ends the connection.
 func (c *Conn) reader() {
 	l := newLane()
 	for c.readLines(l) {
@@ -96,6 +97,7 @@ func (c *Conn) reader() {
 			return
 		}
 	}
+	c.ended()
 }
 
 // The states of Conn.parked: whether a spare goroutine has committed to
@@ -129,11 +131,18 @@ func (c *Conn) park() bool {
 	}
 	select {
 	case <-c.spare:
-		c.parked.Store(spareNone)
-		return true
 	case <-c.ctx.Done():
-		return false
+		// Withdrawn before a release handed the role over, it stays
+		// with the releaser (which then starts a reader); handed over
+		// already, it is this goroutine's to take, so that the reading,
+		// which the end of the connection ends, always has a holder.
+		if c.parked.CompareAndSwap(spareParked, spareNone) {
+			return false
+		}
+		<-c.spare
 	}
+	c.parked.Store(spareNone)
+	return true
 }
 
 // readLines reads and serves lines while this goroutine holds the reader

@@ -98,8 +98,10 @@ type guard struct {
 	broken   atomic.Bool // a write failed: nothing more is written
 	observer Observer    // sees each frame before it is written; nil: none
 
-	closeOnce sync.Once
-	eof       chan struct{} // closed when the read side ends
+	// streamsOnce closes the streams once, whoever asks first (the end of
+	// the connection, or Close); streamsErr is what closing them returned.
+	streamsOnce sync.Once
+	streamsErr  error
 }
 
 func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration) *guard {
@@ -109,7 +111,6 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 		maxLine:      maxLine,
 		writeTimeout: writeTimeout,
 		buf:          make([]byte, readBufferStart),
-		eof:          make(chan struct{}),
 	}
 	g.closeR, _ = r.(io.Closer)
 	g.closeW, _ = w.(io.Closer)
@@ -232,13 +233,13 @@ func (g *guard) failRead(err error) error {
 	return err
 }
 
+// endRead records why reading ended: the first reason stands.
 func (g *guard) endRead(err error) {
 	g.mu.Lock()
 	if g.readErr == nil {
 		g.readErr = err
 	}
 	g.mu.Unlock()
-	g.closeOnce.Do(func() { close(g.eof) })
 }
 
 // Write implements io.Writer. The connection hands it exactly one frame,
@@ -384,16 +385,20 @@ func (g *guard) sanitize(p []byte) []byte {
 	return out
 }
 
-// Close closes both directions.
+// Close closes both directions, once: a later call returns what the first
+// closing returned.
 func (g *guard) Close() error {
-	var errs []error
-	if g.closeW != nil {
-		errs = append(errs, g.closeW.Close())
-	}
-	if g.closeR != nil && g.closeR != g.closeW {
-		errs = append(errs, g.closeR.Close())
-	}
-	return errors.Join(errs...)
+	g.streamsOnce.Do(func() {
+		var errs []error
+		if g.closeW != nil {
+			errs = append(errs, g.closeW.Close())
+		}
+		if g.closeR != nil && g.closeR != g.closeW {
+			errs = append(errs, g.closeR.Close())
+		}
+		g.streamsErr = errors.Join(errs...)
+	})
+	return g.streamsErr
 }
 
 // closeWrite closes only the writing direction, so the peer reads EOF while
