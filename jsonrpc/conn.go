@@ -321,10 +321,9 @@ func (c *Conn) end() {
 	}
 	// The streams close now, so the peer sees EOF too (a connection that
 	// died on a bad line would otherwise stay open until its owner closes
-	// it). Here, not on a goroutine of its own: one racing the owner's
-	// Close made the owner wait for it, a thread woken and waited for on
-	// every extension's exit (EOF to exit_group 363 -> 198 µs p50).
-	// Close still waits for the handlers.
+	// it). Here rather than on a goroutine of its own, which raced the
+	// owner's Close and made it wait: a thread woken on every extension's
+	// exit. The owner's Close still waits for the handlers.
 	_ = c.guard.Close()
 	close(c.done)
 }
