@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/base64"
-	"reflect"
 	"testing"
 
 	json "github.com/go-json-experiment/json"
@@ -110,15 +109,7 @@ func FuzzChunkOnePass(f *testing.F) {
 }
 
 func compareWithUnmarshal(t *testing.T, raw []byte) {
-	var want, got ArtifactWriteParams
-	wantErr := json.Unmarshal(raw, &want)
-	gotErr := got.UnmarshalJSONOnePass(raw)
-	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-		t.Fatalf("%q: error %v, json.Unmarshal's %v", raw, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q: decoded %+v, json.Unmarshal %+v", raw, got, want)
-	}
+	compareOnePass[ArtifactWriteParams](t, raw)
 }
 
 // FuzzDecodeQuanta holds the chunk's base64 decoder to the base64

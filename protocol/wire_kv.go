@@ -14,9 +14,8 @@ import (
 // json.Unmarshal cost it a few microseconds a batch. Anything else
 // (emissions, an escape, null, an empty list, an unknown or repeated member,
 // invalid JSON) is left to json.Unmarshal, which accepts or refuses it as it
-// always did.
-// Only a zero p is decoded directly: into anything else json.Unmarshal
-// merges.
+// always did. Only a zero p is decoded directly: into anything else
+// json.Unmarshal merges.
 func (p *KVCommitParams) UnmarshalJSONOnePass(data []byte) error {
 	if p.Checks == nil && p.Puts == nil && p.Deletes == nil && p.Emissions == nil {
 		var q KVCommitParams
@@ -38,63 +37,66 @@ func (p KVCommitParams) AppendJSON(b []byte) ([]byte, error) {
 	}
 	start := len(b)
 	b = append(b, '{')
-	ok := true
-	if len(p.Checks) > 0 {
-		b = append(b, `"checks":[`...)
-		for i, c := range p.Checks {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b, ok = appendNamed(b, c.Namespace, c.Key)
-			if ok && c.Version != "" {
-				b = append(b, `,"version":`...)
-				b, ok = appendString(b, c.Version)
-			}
-			if !ok {
-				return appendMarshal(b[:start], p)
-			}
-			if c.Absent {
-				b = append(b, `,"absent":true`...)
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
+	b, ok := appendList(b, start, "checks", p.Checks, appendCheck)
+	if ok {
+		b, ok = appendList(b, start, "puts", p.Puts, appendPut)
 	}
-	if len(p.Puts) > 0 {
-		if len(b) > start+1 {
-			b = append(b, ',')
-		}
-		b = append(b, `"puts":[`...)
-		for i, put := range p.Puts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendNamed(b, put.Namespace, put.Key); !ok {
-				return appendMarshal(b[:start], p)
-			}
-			b = append(b, `,"value":"`...)
-			b = appendBase64(b, put.Value)
-			b = append(b, `"}`...)
-		}
-		b = append(b, ']')
+	if ok {
+		b, ok = appendList(b, start, "deletes", p.Deletes, appendDelete)
 	}
-	if len(p.Deletes) > 0 {
-		if len(b) > start+1 {
-			b = append(b, ',')
-		}
-		b = append(b, `"deletes":[`...)
-		for i, d := range p.Deletes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendNamed(b, d.Namespace, d.Key); !ok {
-				return appendMarshal(b[:start], p)
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
+	if !ok {
+		return appendMarshal(b[:start], p)
 	}
 	return append(b, '}'), nil
+}
+
+// appendList appends the member name of the object begun at start, list
+// as a JSON array, each element as elem appends it; an empty list is left
+// out (omitempty). false when an element cannot be written here.
+func appendList[T any](b []byte, start int, name string, list []T, elem func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	if len(list) == 0 {
+		return b, true
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `":[`...)
+	for i, v := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = elem(b, v); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+func appendCheck(b []byte, c KVCheck) ([]byte, bool) {
+	b, ok := appendNamed(b, c.Namespace, c.Key)
+	if ok && c.Version != "" {
+		b = append(b, `,"version":`...)
+		b, ok = appendString(b, c.Version)
+	}
+	if c.Absent {
+		b = append(b, `,"absent":true`...)
+	}
+	return append(b, '}'), ok
+}
+
+func appendPut(b []byte, p KVPut) ([]byte, bool) {
+	b, ok := appendNamed(b, p.Namespace, p.Key)
+	b = append(b, `,"value":"`...)
+	b = appendBase64(b, p.Value)
+	return append(b, `"}`...), ok
+}
+
+func appendDelete(b []byte, d KVDelete) ([]byte, bool) {
+	b, ok := appendNamed(b, d.Namespace, d.Key)
+	return append(b, '}'), ok
 }
 
 // appendNamed opens a check, put or delete: its namespace and key, the
@@ -130,16 +132,16 @@ func (r *KVCommitResult) UnmarshalJSONOnePass(data []byte) error {
 // half-filled, when it leaves the result to json.Unmarshal.
 func (r *KVCommitResult) unmarshalFlat(b []byte) bool {
 	s := kvScan{b: b}
+	var versions bool
 	i := s.members(skipSpace(b, 0), func(name []byte, i int) int {
-		if string(name) != "versions" || r.Versions != nil {
+		if string(name) != "versions" {
 			return -1
 		}
-		return s.list(i, func(i int) int {
+		return listOf(s, i, &versions, &r.Versions, func(i int) (string, int) {
 			var v string
-			seen := false
-			i = s.text(i, &v, &seen)
-			r.Versions = append(r.Versions, v)
-			return i
+			var seen bool
+			end := s.text(i, &v, &seen)
+			return v, end
 		})
 	})
 	return i >= 0 && skipSpace(b, i) == len(b)
@@ -154,18 +156,9 @@ func (r KVCommitResult) AppendJSON(b []byte) ([]byte, error) {
 	}
 	start := len(b)
 	b = append(b, '{')
-	if len(r.Versions) > 0 {
-		b = append(b, `"versions":[`...)
-		for i, v := range r.Versions {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendString(b, v); !ok {
-				return appendMarshal(b[:start], r)
-			}
-		}
-		b = append(b, ']')
+	b, ok := appendList(b, start, "versions", r.Versions, appendString)
+	if !ok {
+		return appendMarshal(b[:start], r)
 	}
 	return append(b, '}'), nil
 }
@@ -179,46 +172,33 @@ type kvScan struct{ b []byte }
 // half-filled, when it leaves the params to json.Unmarshal.
 func (p *KVCommitParams) unmarshalFlat(b []byte) bool {
 	s := kvScan{b: b}
-	var seenChecks, seenPuts, seenDeletes bool
+	var checks, puts, deletes bool
 	i := s.members(skipSpace(b, 0), func(name []byte, i int) int {
 		switch string(name) {
 		case "checks":
-			if seenChecks {
-				return -1
-			}
-			seenChecks = true
-			return s.list(i, func(i int) int {
-				var c KVCheck
-				i = s.check(i, &c)
-				p.Checks = append(p.Checks, c)
-				return i
-			})
+			return listOf(s, i, &checks, &p.Checks, s.check)
 		case "puts":
-			if seenPuts {
-				return -1
-			}
-			seenPuts = true
-			return s.list(i, func(i int) int {
-				var put KVPut
-				i = s.put(i, &put)
-				p.Puts = append(p.Puts, put)
-				return i
-			})
+			return listOf(s, i, &puts, &p.Puts, s.put)
 		case "deletes":
-			if seenDeletes {
-				return -1
-			}
-			seenDeletes = true
-			return s.list(i, func(i int) int {
-				var d KVDelete
-				i = s.delete(i, &d)
-				p.Deletes = append(p.Deletes, d)
-				return i
-			})
+			return listOf(s, i, &deletes, &p.Deletes, s.delete)
 		}
 		return -1
 	})
 	return i >= 0 && skipSpace(b, i) == len(b)
+}
+
+// listOf reads the one list of a member into *dst, each element as elem
+// reads it; a member seen before is left to json.Unmarshal.
+func listOf[T any](s kvScan, i int, seen *bool, dst *[]T, elem func(int) (T, int)) int {
+	if *seen {
+		return -1
+	}
+	*seen = true
+	return s.list(i, func(i int) int {
+		v, end := elem(i)
+		*dst = append(*dst, v)
+		return end
+	})
 }
 
 // members reads an object whose every member member reads, and returns the
@@ -321,9 +301,9 @@ func (s kvScan) text(i int, dst *string, seen *bool) int {
 }
 
 // check reads one KVCheck.
-func (s kvScan) check(i int, c *KVCheck) int {
+func (s kvScan) check(i int) (c KVCheck, end int) {
 	var ns, key, version, absent bool
-	return s.members(i, func(name []byte, i int) int {
+	end = s.members(i, func(name []byte, i int) int {
 		switch string(name) {
 		case "namespace":
 			return s.text(i, &c.Namespace, &ns)
@@ -340,12 +320,13 @@ func (s kvScan) check(i int, c *KVCheck) int {
 		}
 		return -1
 	})
+	return c, end
 }
 
 // put reads one KVPut, its value's base64 decoded straight from the line.
-func (s kvScan) put(i int, p *KVPut) int {
+func (s kvScan) put(i int) (p KVPut, end int) {
 	var ns, key, value bool
-	return s.members(i, func(name []byte, i int) int {
+	end = s.members(i, func(name []byte, i int) int {
 		switch string(name) {
 		case "namespace":
 			return s.text(i, &p.Namespace, &ns)
@@ -356,23 +337,24 @@ func (s kvScan) put(i int, p *KVPut) int {
 				return -1
 			}
 			value = true
-			end := s.str(i)
-			if end < 0 || end-i == 2 {
+			past := s.str(i)
+			if past < 0 || past-i == 2 {
 				return -1
 			}
-			if p.Value = decodeBase64(s.b[i+1 : end-1]); p.Value == nil {
+			if p.Value = decodeBase64(s.b[i+1 : past-1]); p.Value == nil {
 				return -1
 			}
-			return end
+			return past
 		}
 		return -1
 	})
+	return p, end
 }
 
 // delete reads one KVDelete.
-func (s kvScan) delete(i int, d *KVDelete) int {
+func (s kvScan) delete(i int) (d KVDelete, end int) {
 	var ns, key bool
-	return s.members(i, func(name []byte, i int) int {
+	end = s.members(i, func(name []byte, i int) int {
 		switch string(name) {
 		case "namespace":
 			return s.text(i, &d.Namespace, &ns)
@@ -381,6 +363,7 @@ func (s kvScan) delete(i int, d *KVDelete) int {
 		}
 		return -1
 	})
+	return d, end
 }
 
 // boolean reads true or false into *dst.

@@ -60,7 +60,7 @@ func TestKVCommitOnePassAgreesWithUnmarshal(t *testing.T) {
 			if got := fast.unmarshalFlat([]byte(tc.in)); got != tc.onePass {
 				t.Errorf("one pass took it: %v, want %v", got, tc.onePass)
 			}
-			compareKVWithUnmarshal(t, []byte(tc.in))
+			compareOnePass[KVCommitParams](t, []byte(tc.in))
 		})
 	}
 	// Into params already holding a put, json.Unmarshal's merge.
@@ -148,7 +148,7 @@ func TestKVCommitOnePassTakesRandomBatches(t *testing.T) {
 				t.Fatalf("%s: one pass decoded %+v, want %+v", raw, fast, p)
 			}
 		}
-		compareKVWithUnmarshal(t, raw)
+		compareOnePass[KVCommitParams](t, raw)
 	}
 	if taken < 1000 {
 		t.Fatalf("the one pass took only %d of 2000 batches", taken)
@@ -161,19 +161,7 @@ func FuzzKVCommitOnePass(f *testing.F) {
 	for _, tc := range kvCases {
 		f.Add([]byte(tc.in))
 	}
-	f.Fuzz(compareKVWithUnmarshal)
-}
-
-func compareKVWithUnmarshal(t *testing.T, raw []byte) {
-	var want, got KVCommitParams
-	wantErr := json.Unmarshal(raw, &want)
-	gotErr := got.UnmarshalJSONOnePass(raw)
-	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-		t.Fatalf("%q: error %v, json.Unmarshal's %v", raw, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q: decoded %+v, json.Unmarshal %+v", raw, got, want)
-	}
+	f.Fuzz(compareOnePass[KVCommitParams])
 }
 
 // BenchmarkKVCommitDecode sets the one pass against json.Unmarshal on the
@@ -314,7 +302,7 @@ func TestKVCommitResultOnePassAgreesWithUnmarshal(t *testing.T) {
 			if got := fast.unmarshalFlat([]byte(tc.in)); got != tc.onePass {
 				t.Errorf("one pass took it: %v, want %v", got, tc.onePass)
 			}
-			compareKVResultWithUnmarshal(t, []byte(tc.in))
+			compareOnePass[KVCommitResult](t, []byte(tc.in))
 		})
 	}
 	// Into a result already holding versions, json.Unmarshal's merge.
@@ -335,17 +323,5 @@ func FuzzKVCommitResultOnePass(f *testing.F) {
 	for _, tc := range kvResultCases {
 		f.Add([]byte(tc.in))
 	}
-	f.Fuzz(compareKVResultWithUnmarshal)
-}
-
-func compareKVResultWithUnmarshal(t *testing.T, raw []byte) {
-	var want, got KVCommitResult
-	wantErr := json.Unmarshal(raw, &want)
-	gotErr := got.UnmarshalJSONOnePass(raw)
-	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-		t.Fatalf("%q: error %v, json.Unmarshal's %v", raw, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q: decoded %+v, json.Unmarshal %+v", raw, got, want)
-	}
+	f.Fuzz(compareOnePass[KVCommitResult])
 }
