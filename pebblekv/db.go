@@ -169,6 +169,13 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 	}
 	db := &DB{dir: dir, write: pebble.Sync, readOnly: opts.ReadOnly, reserve: opts.Reserve, committed: opts.Committed}
 	db.manifest.notify = opts.ManifestSynced
+	// Held from here, before anything could write and check the reserve.
+	db.space = openSpaceDir(dir)
+	defer func() {
+		if err != nil {
+			db.space.close()
+		}
+	}()
 	if db.reserve == 0 {
 		db.reserve = DefaultReserve
 	}
@@ -192,7 +199,6 @@ func Open(dir string, opts *Options) (_ *DB, err error) {
 		_ = pdb.Close()
 		return nil, err
 	}
-	db.space = openSpaceDir(dir)
 	return db, nil
 }
 
