@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -66,11 +65,9 @@ type started struct {
 func (r *pluginRunner) start(bin string, host *pluginHost, version uint) (*started, error) {
 	hs := gp.Handshake
 	hs.ProtocolVersion = version
-	// go-plugin's server makes its socket in the temporary directory and
-	// leaves it there when it is killed: it goes in the run's directory,
-	// which the run removes, rather than a few hundred a run in /tmp.
+	// Its socket goes in the run's directory: TMPDIR is set to it for the
+	// whole run (main).
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "TMPDIR="+r.work)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  hs,
 		Plugins:          map[string]plugin.Plugin{"bench": &gp.Plugin{}},

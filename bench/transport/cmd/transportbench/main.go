@@ -70,6 +70,11 @@ func main() {
 	}
 	work, err := os.MkdirTemp("", "transportbench-")
 	check(err)
+	// go-plugin makes unix sockets in the temporary directory, the plugin
+	// process for its server and this one for its broker's listeners, and
+	// leaves some behind: they go in the run's directory, removed with it
+	// (the processes started inherit it).
+	check(os.Setenv("TMPDIR", work))
 	if !*keepWork {
 		defer os.RemoveAll(work)
 	}
