@@ -76,12 +76,12 @@ func (s *Session) launch(ctx context.Context) error {
 // configure goes out right behind initialize, before its answer, so a start
 // costs one round trip rather than two (about 0.1 ms of the 2 to 3 ms a
 // start takes on the benchmark machine): the extension reads configure once
-// it has served
-// initialize. An extension that serves requests at once may find configure
-// before initialize is done and answer not_initialized, as the protocol
-// asks of any request before initialize; configure is then sent again. A
-// configure that asks for a KV migration waits for initialize's answer, so
-// no process migrates the store before its manifest is checked.
+// it has served initialize. An extension that serves requests at once may
+// find configure before initialize is done and answer not_initialized, as
+// the protocol asks of any request before initialize; configure is then
+// sent again. A configure that asks for a KV migration waits for
+// initialize's answer, so no process migrates the store before its
+// manifest is checked.
 func (s *Session) handshake(ctx context.Context, conn *jsonrpc.Conn) (version int, phase string, err error) {
 	m := s.pkg.Manifest
 	params := s.opts.Initialize
