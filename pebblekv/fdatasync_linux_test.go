@@ -7,16 +7,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/open-conduit/open-conduit/internal/pause"
 )
 
 // BenchmarkFdatasyncAfterIdle times the system call under every synced
-// commit, fdatasync of a small write to a file already allocated, in two
-// ways taking turns: back to back, and after the process slept idle for
-// 20 µs. It reports each one's p50 and their ratio. On a virtual machine the
-// second is the slower (its halted CPU, and the host's disk thread, have to
-// be woken again), and a kv.commit from an extension always comes after
-// such a gap: the host waits idle for the request while it crosses the
-// pipe. Pebble is not involved, so the difference is the machine's.
+// commit, fdatasync of a small write to a file already allocated, in three
+// ways taking turns: back to back, after the process paused 50 µs (about
+// the time an unsynced kv.commit round trip takes, so about the host's idle
+// gap between two synced kv.commits from one extension), and after it
+// paused 1 ms. It reports each one's p50 and their ratios to back to back.
+// On a virtual machine a sync after a pause is the slower, and more so the
+// longer the pause (the host's disk thread has stopped polling for work and
+// must be woken). Pebble is not involved, so the difference is the
+// machine's.
+//
+// The pauses are package pause's: a time.Sleep this short takes about a
+// millisecond on Linux.
 func BenchmarkFdatasyncAfterIdle(b *testing.B) {
 	f, err := os.Create(filepath.Join(b.TempDir(), "synced"))
 	if err != nil {
@@ -38,8 +45,8 @@ func BenchmarkFdatasyncAfterIdle(b *testing.B) {
 	record := make([]byte, 128)
 	var off int64
 	sync := func(idle time.Duration) time.Duration {
-		if idle > 0 {
-			time.Sleep(idle)
+		if err := pause.For(idle); err != nil {
+			b.Fatal(err)
 		}
 		start := time.Now()
 		if _, err := f.WriteAt(record, off); err != nil {
@@ -51,22 +58,27 @@ func BenchmarkFdatasyncAfterIdle(b *testing.B) {
 		off = (off + int64(len(record))) % size
 		return time.Since(start)
 	}
-	var busy, idle []time.Duration
+	var busy, idle50, idle1ms []time.Duration
 	for b.Loop() {
 		// Turns of ten, so each back-to-back run is back to back.
 		for range 10 {
 			busy = append(busy, sync(0))
 		}
 		for range 10 {
-			idle = append(idle, sync(20*time.Microsecond))
+			idle50 = append(idle50, sync(50*time.Microsecond))
+		}
+		for range 10 {
+			idle1ms = append(idle1ms, sync(time.Millisecond))
 		}
 	}
 	p50 := func(d []time.Duration) float64 {
 		slices.Sort(d)
 		return float64(d[len(d)/2].Nanoseconds()) / 1e3
 	}
-	bp, ip := p50(busy), p50(idle)
+	bp, i50, i1 := p50(busy), p50(idle50), p50(idle1ms)
 	b.ReportMetric(bp, "busy-p50-µs")
-	b.ReportMetric(ip, "idle-p50-µs")
-	b.ReportMetric(ip/bp, "idle/busy")
+	b.ReportMetric(i50, "idle50µs-p50-µs")
+	b.ReportMetric(i1, "idle1ms-p50-µs")
+	b.ReportMetric(i50/bp, "idle50µs/busy")
+	b.ReportMetric(i1/bp, "idle1ms/busy")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/open-conduit/open-conduit/fixtures/kvbench"
 	"github.com/open-conduit/open-conduit/host/config"
 	"github.com/open-conduit/open-conduit/host/service"
+	"github.com/open-conduit/open-conduit/internal/pause"
 	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/session"
@@ -28,10 +29,9 @@ const (
 	writers    = 8
 )
 
-// idleBefore is how long the raw1idle committer sleeps before each commit:
-// the shortest sleep worth asking for, shorter than the host's idle gap in
-// a kv.commit round trip, so what it shows is a lower bound.
-const idleBefore = 20 * time.Microsecond
+// gapCommits is how many unsynced kv.commits time the raw1idle
+// committer's pause (their p50) before the benchmark's clock starts.
+const gapCommits = 200
 
 var (
 	kvbenchOnce sync.Once
@@ -130,8 +130,9 @@ func (r *rawStore) key(writer string, i int) []byte {
 
 // commits makes n synced single-put commits with each of w committers at
 // once, each its own goroutine applying its own batches, as Pebble's
-// callers do. With idle set, each committer sleeps that long before each
-// commit, and the span is the commits' own time, sleeps left out.
+// callers do. With idle set, each committer pauses that long before each
+// commit (package pause: in the kernel, however short), and the span is the
+// commits' own time, pauses left out.
 func (r *rawStore) commits(tb testing.TB, w, first, n int, idle time.Duration) commitRun {
 	var (
 		wg    sync.WaitGroup
@@ -148,8 +149,9 @@ func (r *rawStore) commits(tb testing.TB, w, first, n int, idle time.Duration) c
 				writer = fmt.Sprint("i", c)
 			}
 			for i := first; i < first+n; i++ {
-				if idle > 0 {
-					time.Sleep(idle)
+				if err := pause.For(idle); err != nil {
+					errs[c] = err
+					return
 				}
 				b := r.db.NewBatch()
 				_ = b.Set(r.key(writer, i), r.value, nil)
@@ -250,11 +252,12 @@ func callOp(s *session.Session, operation string, in, out any) error {
 // does not sync (ext1nosync), takes its turn too: its p50 is what a
 // kv.commit costs besides the fsync (the round trip and the store's own
 // work), so ext1's p50 less raw1's can be read against it. A sixth, raw
-// Pebble with one committer that sleeps idleBefore before each commit
-// (raw1idle, its commits/s over the commits' own time), is what a synced
-// commit costs once the process has gone idle, as the host does while a
-// kv.commit's answer and the next request cross the pipes: ext1's p50 is
-// about raw1idle's plus ext1nosync's.
+// Pebble with one committer that pauses before each commit as long as an
+// unsynced kv.commit round trip takes (raw1idle, its commits/s over the
+// commits' own time; the pause, raw1idle-gap-µs, is the p50 of gapCommits
+// ext1nosync commits made before the clock starts), is what a synced commit
+// costs after the idle gap the host has between one extension's commits,
+// while the answer and the next request cross the pipes.
 func BenchmarkKVCommitVsPebble(b *testing.B) {
 	raw := openRaw(b)
 	db := openDB(b, b.TempDir(), false)
@@ -270,16 +273,19 @@ func BenchmarkKVCommitVsPebble(b *testing.B) {
 	raw.commits(b, writers, 0, 10, 0)
 	extCommits(b, ss, 0, 10)
 	extCommits(b, ns, 0, 10)
+	var gap samples
+	gap.add(extCommits(b, ns, 10, gapCommits))
+	idle := time.Duration(gap.p50() * float64(time.Microsecond))
 
 	rounds := min(b.N, 5)
 	per := max(1, b.N/rounds)
 	perWriter := max(1, per/writers)
 	var raw1, raw1i, raw8, ext1, ext8, ext1n samples
-	first := 10
+	first := 10 + gapCommits
 	b.ResetTimer()
 	for range rounds {
 		raw1.add(raw.commits(b, 1, first, per, 0))
-		raw1i.add(raw.commits(b, 1, first, per, idleBefore))
+		raw1i.add(raw.commits(b, 1, first, per, idle))
 		ext1.add(extCommits(b, ss[:1], first, per))
 		raw8.add(raw.commits(b, writers, first+per, perWriter, 0))
 		ext8.add(extCommits(b, ss, first+per, perWriter))
@@ -291,6 +297,7 @@ func BenchmarkKVCommitVsPebble(b *testing.B) {
 	b.ReportMetric(raw1.p50(), "raw1-p50-µs")
 	b.ReportMetric(raw1i.perSecond(), "raw1idle-commits/s")
 	b.ReportMetric(raw1i.p50(), "raw1idle-p50-µs")
+	b.ReportMetric(float64(idle.Nanoseconds())/1e3, "raw1idle-gap-µs")
 	b.ReportMetric(raw8.perSecond(), "raw8-commits/s")
 	b.ReportMetric(raw8.p50(), "raw8-p50-µs")
 	b.ReportMetric(ext1.perSecond(), "ext1-commits/s")
