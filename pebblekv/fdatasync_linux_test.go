@@ -18,9 +18,9 @@ import (
 // gap between two synced kv.commits from one extension), and after it
 // paused 1 ms. It reports each one's p50 and their ratios to back to back.
 // On a virtual machine a sync after a pause is the slower, and more so the
-// longer the pause (the host's disk thread has stopped polling for work and
-// must be woken). Pebble is not involved, so the difference is the
-// machine's.
+// longer the pause; it is as slow when the CPU spins through the pause, so
+// the cost is the disk path's going idle, not the CPU's. Pebble is not
+// involved, so the difference is the machine's.
 //
 // The pauses are package pause's: a time.Sleep this short takes about a
 // millisecond on Linux.
