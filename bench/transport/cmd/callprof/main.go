@@ -49,7 +49,8 @@ func main() {
 	flag.Parse()
 	work, err := os.MkdirTemp("", "callprof-")
 	check(err)
-	defer os.RemoveAll(work)
+	removeWork = func() { os.RemoveAll(work) }
+	defer removeWork()
 	for _, name := range strings.Split(*which, ",") {
 		var t transport
 		switch name {
@@ -372,9 +373,14 @@ func loadavg() string {
 	return string(b)
 }
 
+// removeWork removes the run's build directory; check calls it before
+// exiting, since os.Exit runs no deferred call.
+var removeWork = func() {}
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "callprof:", err)
+		removeWork()
 		os.Exit(1)
 	}
 }

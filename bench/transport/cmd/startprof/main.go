@@ -45,7 +45,8 @@ func main() {
 	flag.Parse()
 	work, err := os.MkdirTemp("", "startprof-")
 	check(err)
-	defer os.RemoveAll(work)
+	removeWork = func() { os.RemoveAll(work) }
+	defer removeWork()
 	ext := build(work, "./cmd/ours-ext", "bench-extension")
 	pipe := build(work, "./cmd/pipe-echo", "pipe-echo")
 	pkg, err := benchbin.Package(ext)
@@ -123,9 +124,14 @@ func p50(ds []time.Duration) float64 {
 	return float64(s[len(s)/2].Nanoseconds()) / 1e3
 }
 
+// removeWork removes the run's build directory; check calls it before
+// exiting, since os.Exit runs no deferred call.
+var removeWork = func() {}
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "startprof:", err)
+		removeWork()
 		os.Exit(1)
 	}
 }

@@ -76,7 +76,8 @@ func main() {
 	// (the processes started inherit it).
 	check(os.Setenv("TMPDIR", work))
 	if !*keepWork {
-		defer os.RemoveAll(work)
+		removeWork = func() { os.RemoveAll(work) }
+		defer removeWork()
 	}
 	bins, err := build(work)
 	check(err)
@@ -240,9 +241,14 @@ func median(v []float64) float64 {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
+// removeWork removes the run's directory unless -keep asked to keep it;
+// check calls it before exiting, since os.Exit runs no deferred call.
+var removeWork = func() {}
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "transportbench:", err)
+		removeWork()
 		os.Exit(1)
 	}
 }
