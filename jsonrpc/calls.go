@@ -210,19 +210,40 @@ func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
 		c.stray(v)
 		return
 	}
+	if v.Kind != jsonrpc2.MessageViewResponseError {
+		o.settle(c, w, v.Result)
+		return
+	}
+	if e, ok := v.Error.Owned(); ok {
+		w.err = fromWire(e)
+	} else {
+		w.err = c.malformed(w.method, "an error whose message is not a JSON string")
+	}
+	w.done <- struct{}{}
+}
+
+// deliverResult hands a successful answer scanAnswerLine read to its call,
+// on the reader. It reports false, having taken nothing, when no call waits
+// for id: the line then goes the library's way, to be logged as a stray.
+func (o *outgoing) deliverResult(c *Conn, id int64, result []byte) bool {
+	w := o.take(id)
+	if w == nil {
+		return false
+	}
+	o.settle(c, w, result)
+	return true
+}
+
+// settle gives the call w its result, decoded here or kept raw when large,
+// and wakes it.
+func (o *outgoing) settle(c *Conn, w *waiter, result []byte) {
 	switch {
-	case v.Kind == jsonrpc2.MessageViewResponseError:
-		if e, ok := v.Error.Owned(); ok {
-			w.err = fromWire(e)
-		} else {
-			w.err = c.malformed(w.method, "an error whose message is not a JSON string")
-		}
-	case len(v.Result) > directDecodeMax && c.guard.owned:
-		w.raw = v.Result
-	case len(v.Result) > directDecodeMax:
-		w.raw = bytes.Clone(v.Result)
+	case len(result) > directDecodeMax && c.guard.owned:
+		w.raw = result
+	case len(result) > directDecodeMax:
+		w.raw = bytes.Clone(result)
 	default:
-		if err := decodeResult(v.Result, w.result); err != nil {
+		if err := decodeResult(result, w.result); err != nil {
 			w.err = c.malformed(w.method, "a result that does not decode: "+decodeProblem(err))
 		}
 	}

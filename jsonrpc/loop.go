@@ -25,7 +25,8 @@ import (
 // Here one goroutine at a time holds the reader role. It reads a line with
 // the guard (one IndexByte pass for the newline, the bound enforced),
 // classifies it in one pass (scanRequestLine for the requests a Go peer
-// writes, the library's ScanMessageView for everything else), and then:
+// writes, scanAnswerLine for its successful answers, the library's
+// ScanMessageView for everything else), and then:
 //
 //   - a call is admitted under the in-flight bound (over it, answered
 //     overloaded at once), registered for $/cancel, and dispatched right
@@ -163,6 +164,9 @@ func (c *Conn) readLines(l *lane) bool {
 			if c.request(l, c.methodName(r.method), &r) {
 				return true
 			}
+			continue
+		}
+		if id, result, ok := scanAnswerLine(frame); ok && c.out.deliverResult(c, id, result) {
 			continue
 		}
 		v, err := jsonrpc2.ScanMessageView(frame)

@@ -125,6 +125,40 @@ func scanRequestLine(frame []byte) (r request, ok bool) {
 	return r, true
 }
 
+// scanAnswerLine reads a successful answer as a Go peer writes it,
+// {"jsonrpc":"2.0","id":N,"result":…}, with nothing between the members and
+// nothing after the result but the closing brace and spaces. It returns the
+// id and the result's span (borrowing the line). ok is false for every other
+// line, which ScanMessageView then reads; for the lines it claims it agrees
+// with ScanMessageView (same id, same result), as the fuzz test holds it. It
+// exists for speed: the library's scanner takes several times as long to
+// find the same two spans, once per answer on the calling side.
+func scanAnswerLine(frame []byte) (id int64, result []byte, ok bool) {
+	if !bytes.HasPrefix(frame, answerPrefix) {
+		return 0, nil, false
+	}
+	i := len(answerPrefix)
+	if i >= len(frame) {
+		return 0, nil, false
+	}
+	idEnd, ok := scanNumber(frame, i)
+	if !ok {
+		return 0, nil, false
+	}
+	if id, ok = parseInt64(frame[i:idEnd]); !ok {
+		return 0, nil, false
+	}
+	if !bytes.HasPrefix(frame[idEnd:], resultMember) {
+		return 0, nil, false
+	}
+	i = idEnd + len(resultMember)
+	end, ok := scanValue(frame, i)
+	if !ok || end >= len(frame) || frame[end] != '}' || jsonlex.SkipSpace(frame, end+1) != len(frame) {
+		return 0, nil, false
+	}
+	return id, frame[i:end], true
+}
+
 func isNull(span []byte) bool { return string(span) == "null" }
 
 // parseInt64 reads an id the library takes for a number: an optional minus

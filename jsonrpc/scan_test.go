@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +94,87 @@ func FuzzScanRequestLine(f *testing.F) {
 		id, idOK := v.ID.ID()
 		if !idOK || id != r.id {
 			t.Fatalf("id %v, the library says %v: %q", r.id, id, line)
+		}
+	})
+}
+
+// answerSeeds are answer lines of every shape scanAnswerLine claims or
+// leaves to the library, and broken ones; answerClaimed lists the ones it
+// claims.
+var answerSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"result":{"output":{"data":{"text":"hi"}}}}`,
+	`{"jsonrpc":"2.0","id":9223372036854775807,"result":null}`,
+	`{"jsonrpc":"2.0","id":-4,"result":"a\"}b"} `,
+	`{"jsonrpc":"2.0","id":7,"result":[1,{"a":[true,false]},-0.5e+3]}`,
+	`{"jsonrpc":"2.0","id":007,"result":1}`,
+	`{"jsonrpc":"2.0","id":9223372036854775808,"result":1}`,
+	`{"jsonrpc":"2.0","id":1.5,"result":1}`,
+	`{"jsonrpc":"2.0","id":"1","result":1}`,
+	`{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`,
+	`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`,
+	`{"jsonrpc":"2.0","id":1, "result":1}`,
+	`{"jsonrpc":"2.0","id":1,"result":1 }`,
+	`{"jsonrpc":"2.0","id":1,"result":{]}`,
+	`{"jsonrpc":"2.0","id":1,"result":"abc}`,
+	`{"jsonrpc":"2.0","id":1,"result":1}x`,
+	`{"jsonrpc":"2.0","id":1,"result":1`,
+	`{"jsonrpc":"2.0","id":1,"result":tru}`,
+	`{"jsonrpc":"2.0","id":`,
+	`{"jsonrpc":"2.0","id":1,"result":{"data":"` + strings.Repeat("QUJD", 64) + `"}}`,
+}
+
+// answerClaimed are the indexes of answerSeeds the scanner claims. A result
+// of {]} is one: like the library's, the scan balances brackets and leaves
+// the grammar inside to the decoder.
+var answerClaimed = []int{0, 1, 2, 3, 12, 18}
+
+// TestScanAnswerLineClaimsThePlainShapes is the negative control of the
+// fuzz test below: the answers a Go peer writes take the scanner's path, so
+// the comparison is not vacuous, and the broken ones do not.
+func TestScanAnswerLineClaimsThePlainShapes(t *testing.T) {
+	for i, line := range answerSeeds {
+		_, _, ok := scanAnswerLine([]byte(line))
+		if want := slices.Contains(answerClaimed, i); ok != want {
+			t.Errorf("claimed %v, want %v: %s", ok, want, line)
+		}
+	}
+	id, result, _ := scanAnswerLine([]byte(answerSeeds[0]))
+	if id != 1 || string(result) != `{"output":{"data":{"text":"hi"}}}` {
+		t.Errorf("scanned id %d, result %s", id, result)
+	}
+	line := jsonrpc2.AppendResponse(nil, jsonrpc2.NewNumberID(42), jsonrpc2.RawMessage(`{"text":"x"}`), nil)
+	if id, result, ok := scanAnswerLine(line); !ok || id != 42 || string(result) != `{"text":"x"}` {
+		t.Errorf("the library's own answer %s scanned as %d, %s, %v", line, id, result, ok)
+	}
+}
+
+// FuzzScanAnswerLine holds the answer scanner to the library's: a line it
+// claims, the library reads as a successful answer with the same id and
+// result, and a line the library refuses it never claims.
+func FuzzScanAnswerLine(f *testing.F) {
+	for _, s := range answerSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !bytes.HasPrefix(line, answerPrefix) {
+			line = append(append([]byte(nil), answerPrefix...), line...)
+		}
+		id, result, ok := scanAnswerLine(line)
+		if !ok {
+			return
+		}
+		v, err := jsonrpc2.ScanMessageView(line)
+		if err != nil {
+			t.Fatalf("claimed a line the library refuses (%v): %q", err, line)
+		}
+		if v.Kind != jsonrpc2.MessageViewResponseResult {
+			t.Fatalf("claimed as a result, the library says kind %v: %q", v.Kind, line)
+		}
+		if n, isNum := v.ID.Number(); !isNum || n != id {
+			t.Fatalf("id %d, the library says %q: %q", id, v.IDRaw, line)
+		}
+		if !bytes.Equal(v.Result, result) {
+			t.Fatalf("result %q, the library says %q: %q", result, v.Result, line)
 		}
 	})
 }

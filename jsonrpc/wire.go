@@ -35,6 +35,14 @@ import (
 // malformed one) and never an answer: scanRequestLine reads it.
 var requestPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
 
+// answerPrefix and resultMember are how every successful answer a Go peer
+// writes begins (the library's AppendResponse): the id, a number for every
+// call this side makes, sits between them. scanAnswerLine reads such lines.
+var (
+	answerPrefix = []byte(`{"jsonrpc":"2.0","id":`)
+	resultMember = []byte(`,"result":`)
+)
+
 // wire is the reading side's protocol state: how reading ended, and the
 // refusals it answered.
 type wire struct {
