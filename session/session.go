@@ -226,6 +226,18 @@ type Session struct {
 	loop        *loop // the background supervision, nil when none runs
 
 	inTx atomic.Int32
+
+	// lastSent is the last method sendable passed, with its definition: the
+	// manifest never changes, and a host sends the same method (above all
+	// operation.call) over and over, so the check runs once per method
+	// change rather than on every call.
+	lastSent atomic.Pointer[sentMethod]
+}
+
+// sentMethod is a method sendable passed, and its catalogue entry.
+type sentMethod struct {
+	name string
+	def  protocol.Method
 }
 
 // New prepares a session: it resolves the command, builds the environment,
@@ -462,6 +474,9 @@ func (s *Session) CallInTx(ctx context.Context, method string, params, result an
 // sendable checks that method is a catalogued H→E method the manifest
 // enables.
 func (s *Session) sendable(method string) (protocol.Method, error) {
+	if last := s.lastSent.Load(); last != nil && last.name == method {
+		return last.def, nil
+	}
 	def, ok := protocol.Lookup(method)
 	if !ok || def.Direction == protocol.ExtensionToHost {
 		return def, fmt.Errorf("session: %q is not a host-to-extension method", method)
@@ -470,6 +485,7 @@ func (s *Session) sendable(method string) (protocol.Method, error) {
 		return def, protocol.Errorf(protocol.ErrUndeclared,
 			"extension %s does not declare the surface %s needs (%s), so the host never sends it", s.name, method, def.Surface)
 	}
+	s.lastSent.Store(&sentMethod{name: method, def: def})
 	return def, nil
 }
 

@@ -98,6 +98,17 @@ func TestMethodsTheManifestDoesNotEnableAreNeverSent(t *testing.T) {
 	if err := st.s.Call(context.Background(), protocol.MethodKVGet, nil, nil); err == nil {
 		t.Fatal("an extension-to-host method cannot be sent to an extension")
 	}
+	// The check remembers the last method it passed: an enabled call in
+	// between changes nothing for the refused ones, before or after it.
+	if _, err := call[transport.Text](context.Background(), st.s, "transport.echo", transport.Text{Text: "x"}); err != nil {
+		t.Fatalf("an enabled call: %v", err)
+	}
+	if err := st.s.Call(context.Background(), "route.match", map[string]any{}, nil); !errors.Is(err, protocol.ErrUndeclared) {
+		t.Fatalf("route.match after an enabled call: got %v", err)
+	}
+	if err := st.s.CallInTx(context.Background(), protocol.MethodOperationCall, nil, nil); err == nil {
+		t.Fatal("operation.call went through CallInTx, which takes only in-transaction methods")
+	}
 }
 
 func TestCloseLeavesNoProcessBehind(t *testing.T) {
