@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"sync/atomic"
 	"unicode/utf8"
@@ -519,6 +520,9 @@ func (s *valueScanner) array(i int) int {
 func (s *valueScanner) str(i int, name bool) int {
 	b := s.b
 	for i++; ; {
+		for i+8 <= len(b) && plainWord(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && plainByte[b[i]] {
 			i++
 		}
@@ -552,6 +556,16 @@ func (s *valueScanner) str(i int, name bool) int {
 			i += n
 		}
 	}
+}
+
+// plainWord reports whether all eight bytes of x are plainByte ones, a
+// word at a time: none under 0x20, none with the high bit set, no quote
+// and no backslash. Each test is the exact "some byte is zero" bit trick,
+// on x or on x with the byte looked for XORed away.
+func plainWord(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - lo) &^ v & hi }
+	return (x&hi | (x-lo*0x20)&^x&hi | zero(x^(lo*'"')) | zero(x^(lo*'\\'))) == 0
 }
 
 // plainByte marks the bytes a JSON string holds as they are: printable

@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -393,4 +395,38 @@ func BenchmarkPayloadDataCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPlainWordAgreesWithPlainByte holds the word-at-a-time string test to
+// the byte table: every byte value at every position of an otherwise plain
+// word, and random words.
+func TestPlainWordAgreesWithPlainByte(t *testing.T) {
+	word := func(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+	for c := range 256 {
+		for p := range 8 {
+			b := []byte("abcdefgh")
+			b[p] = byte(c)
+			if got := plainWord(word(b)); got != plainByte[c] {
+				t.Fatalf("byte %#x at %d: plainWord %v, plainByte %v", c, p, got, plainByte[c])
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		b := make([]byte, 8)
+		for i := range b {
+			// Mostly printable, so both answers come up.
+			b[i] = byte(0x20 + r.IntN(0x60))
+			if r.IntN(16) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		want := true
+		for _, c := range b {
+			want = want && plainByte[c]
+		}
+		if got := plainWord(word(b)); got != want {
+			t.Fatalf("%q: plainWord %v, bytes say %v", b, got, want)
+		}
+	}
 }
