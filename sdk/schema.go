@@ -268,6 +268,10 @@ func appendName(b []byte, name string) []byte {
 // appendString appends v quoted as json.Marshal quotes it; false when v is
 // not valid UTF-8.
 func appendString(b []byte, v string) ([]byte, bool) {
+	if jsonlex.PlainPrefix(v) == len(v) {
+		// What AppendQuote writes for it, at a fraction of its cost.
+		return append(append(append(b, '"'), v...), '"'), true
+	}
 	out, err := jsontext.AppendQuote(b, v)
 	return out, err == nil
 }

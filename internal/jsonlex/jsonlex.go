@@ -1,13 +1,17 @@
-// Package jsonlex is the two lexing steps the hand-written JSON readers of
-// jsonrpc's request scan and the SDK's in-place schema check and flat
-// codec share:
-// skipping whitespace and finding where a string ends. What each reader
+// Package jsonlex is the lexing steps the hand-written JSON readers and
+// writers of jsonrpc's request scan and the SDK's in-place schema check and
+// flat codec share: skipping whitespace, finding where a string ends, and
+// finding the run of bytes a string holds as they are. What each reader
 // accepts beyond that is its own, held by its own fuzz test to the decoder
 // it stands in for. protocol's envelope and chunk codecs keep a whitespace
-// skip of their own: protocol imports nothing of this module.
+// skip and a plain-byte test of their own: protocol imports nothing of this
+// module.
 package jsonlex
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // SkipSpace returns the index of the first byte of b at or after i that is
 // not JSON whitespace.
@@ -53,4 +57,33 @@ func StringEnd(b []byte, i int) (end int, escaped, ok bool) {
 		escaped = true
 		i += k + 2
 	}
+}
+
+// PlainPrefix returns the length of the longest prefix of s whose bytes a
+// JSON string holds as they are, which every encoder writes unchanged
+// between the quotes: printable ASCII (0x20 to 0x7f) other than the quote
+// and the backslash. It tests eight bytes at a time.
+func PlainPrefix(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if !plainWord(binary.LittleEndian.Uint64([]byte(s[i : i+8]))) {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			break
+		}
+	}
+	return i
+}
+
+// plainWord reports whether all eight bytes of x are plain: none under
+// 0x20, none with the high bit set, no quote and no backslash. Each test is
+// the exact "some byte is zero" bit trick, on x or on x with the byte
+// looked for XORed away.
+func plainWord(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - lo) &^ v & hi }
+	return (x&hi | (x-lo*0x20)&^x&hi | zero(x^(lo*'"')) | zero(x^(lo*'\\'))) == 0
 }

@@ -34,3 +34,37 @@ func TestSkipSpaceStopsAtTheFirstOtherByte(t *testing.T) {
 		}
 	}
 }
+
+// plainRef is PlainPrefix a byte at a time: the reference the word test
+// is held to.
+func plainRef(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return len(s)
+}
+
+func TestPlainPrefixStopsAtTheFirstByteAStringEscapes(t *testing.T) {
+	// Every byte value at every position of strings up to 24 bytes, so
+	// each lands in the word loop and in the byte loop.
+	for n := 1; n <= 24; n++ {
+		for p := range n {
+			for c := range 256 {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = 'a' + byte(i%26)
+				}
+				b[p] = byte(c)
+				s := string(b)
+				if got, want := PlainPrefix(s), plainRef(s); got != want {
+					t.Fatalf("%q: PlainPrefix %d, want %d", s, got, want)
+				}
+			}
+		}
+	}
+	if got := PlainPrefix(""); got != 0 {
+		t.Errorf("empty: %d", got)
+	}
+}
