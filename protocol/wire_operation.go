@@ -561,7 +561,8 @@ func (s *valueScanner) str(i int, name bool) int {
 // plainWord reports whether all eight bytes of x are plainByte ones, a
 // word at a time: none under 0x20, none with the high bit set, no quote
 // and no backslash. Each test is the exact "some byte is zero" bit trick,
-// on x or on x with the byte looked for XORed away.
+// on x or on x with the byte looked for XORed away. internal/jsonlex has
+// the same test for the SDK; protocol imports nothing of this module.
 func plainWord(x uint64) bool {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	zero := func(v uint64) uint64 { return (v - lo) &^ v & hi }
