@@ -175,10 +175,14 @@ func overloaded(limit int) error {
 	return w
 }
 
-// calls tracks the incoming calls being served, by id, for $/cancel.
+// calls tracks the incoming calls being served, by id, for $/cancel. A
+// number id (every Go peer's) is kept in a map keyed by the number, whose
+// hashing and lookups cost a fraction of the id struct's; a string id in
+// one keyed by the string.
 type calls struct {
-	mu sync.Mutex
-	m  map[jsonrpc2.ID]*job
+	mu   sync.Mutex
+	nums map[int64]*job
+	strs map[string]*job
 }
 
 // add registers a call about to be served and returns its job, which is
@@ -186,10 +190,18 @@ type calls struct {
 func (cs *calls) add(c *Conn, id jsonrpc2.ID) *job {
 	j := &job{conn: c, parent: c.ctx, id: id}
 	cs.mu.Lock()
-	if cs.m == nil {
-		cs.m = make(map[jsonrpc2.ID]*job)
+	if n, ok := id.Number(); ok {
+		if cs.nums == nil {
+			cs.nums = make(map[int64]*job)
+		}
+		cs.nums[n] = j
+	} else {
+		str, _ := id.StringValue()
+		if cs.strs == nil {
+			cs.strs = make(map[string]*job)
+		}
+		cs.strs[str] = j
 	}
-	cs.m[id] = j
 	cs.mu.Unlock()
 	return j
 }
@@ -197,8 +209,12 @@ func (cs *calls) add(c *Conn, id jsonrpc2.ID) *job {
 // remove forgets a call that has been served and ends its context.
 func (cs *calls) remove(j *job) {
 	cs.mu.Lock()
-	if cs.m[j.id] == j {
-		delete(cs.m, j.id)
+	if n, ok := j.id.Number(); ok {
+		if cs.nums[n] == j {
+			delete(cs.nums, n)
+		}
+	} else if str, _ := j.id.StringValue(); cs.strs[str] == j {
+		delete(cs.strs, str)
 	}
 	cs.mu.Unlock()
 	j.cancel()
@@ -206,7 +222,13 @@ func (cs *calls) remove(j *job) {
 
 func (cs *calls) cancel(id jsonrpc2.ID) {
 	cs.mu.Lock()
-	j := cs.m[id]
+	var j *job
+	if n, ok := id.Number(); ok {
+		j = cs.nums[n]
+	} else {
+		str, _ := id.StringValue()
+		j = cs.strs[str]
+	}
 	cs.mu.Unlock()
 	if j != nil {
 		j.cancel()

@@ -296,6 +296,32 @@ func TestCancelledHandlerAnswersMinus32800(t *testing.T) {
 	}
 }
 
+func TestCancelFindsNumberAndStringIDsApart(t *testing.T) {
+	entered := make(chan struct{}, 2)
+	tbl := NewTable()
+	Handle(tbl, "wait", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return struct{}{}, nil
+	})
+	peer := rawPeer(t, Options{Handlers: tbl})
+	peer.send(`{"jsonrpc":"2.0","id":7,"method":"wait"}`)
+	<-entered
+	peer.send(`{"jsonrpc":"2.0","id":"s7","method":"wait"}`)
+	<-entered
+	// Neither a string "7" nor a number for "s7" names a call in flight:
+	// the cancel after them, for 7, is the first answer to come.
+	peer.send(`{"jsonrpc":"2.0","method":"$/cancel","params":{"id":"7"}}`)
+	peer.send(`{"jsonrpc":"2.0","method":"$/cancel","params":{"id":7}}`)
+	if line := peer.recv(); !strings.Contains(line, `"id":7,`) || !strings.Contains(line, `-32800`) {
+		t.Fatalf("first answer: %s", line)
+	}
+	peer.send(`{"jsonrpc":"2.0","method":"$/cancel","params":{"id":"s7"}}`)
+	if line := peer.recv(); !strings.Contains(line, `"id":"s7"`) || !strings.Contains(line, `-32800`) {
+		t.Fatalf("second answer: %s", line)
+	}
+}
+
 func TestLineSeparatorsEscapedAndRawNewlinesFlattened(t *testing.T) {
 	tbl := NewTable()
 	Handle(tbl, "text", func(ctx context.Context, _ struct{}) (jsontext.Value, error) {
