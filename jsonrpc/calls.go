@@ -78,12 +78,22 @@ func putWaiter(w *waiter) {
 
 // add registers a call, unless the connection has ended, and arms the
 // expiry timer for a timed call when it is not armed already: a later call's
-// deadline is never earlier than the one it is armed for.
-func (o *outgoing) add(id int64, w *waiter, now time.Duration) error {
+// deadline is never earlier than the one it is armed for. When the reader
+// role is free (ownread.go) it takes it: for the caller to read its own
+// answer with when take is set and no other call waits (and says so),
+// else for the keeper, which then reads for this call.
+func (o *outgoing) add(id int64, w *waiter, now time.Duration, c *Conn, take bool) (took bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ended != nil {
-		return o.ended
+		return false, o.ended
+	}
+	if c.roleFree.Load() && c.roleFree.CompareAndSwap(true, false) {
+		if take && len(o.waiting) == 0 {
+			took = true
+		} else {
+			c.handBack()
+		}
 	}
 	if o.waiting == nil {
 		o.waiting = make(map[int64]*waiter)
@@ -93,7 +103,7 @@ func (o *outgoing) add(id int64, w *waiter, now time.Duration) error {
 		o.expiryArmed = true
 		o.expiry.Reset(w.deadline - now)
 	}
-	return nil
+	return took, nil
 }
 
 // expired removes the timed calls whose deadline has passed, remembering
@@ -130,7 +140,12 @@ func (o *outgoing) expired(now time.Duration) map[int64]*waiter {
 // CallTimeout fails with context.DeadlineExceeded, as its context would
 // have, and the peer is sent $/cancel for it.
 func (c *Conn) expireCalls() {
-	for id, w := range c.out.expired(time.Since(c.epoch)) {
+	expired := c.out.expired(time.Since(c.epoch))
+	if len(expired) > 0 && c.ownReading.Load() > 0 {
+		// A caller reading its own answer may be one of them.
+		c.guard.kick()
+	}
+	for id, w := range expired {
 		w.err = context.DeadlineExceeded
 		w.done <- struct{}{}
 		c.sendCancel(context.Background(), id)
@@ -199,8 +214,9 @@ func (o *outgoing) end(err func(method string) error, reason error) {
 	}
 }
 
-// deliver hands a well-formed answer to its call, on the reader.
-func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
+// deliver hands a well-formed answer to its call, on the reader, and
+// returns that call (nil for a stray).
+func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) *waiter {
 	id, isNum := v.ID.Number()
 	var w *waiter
 	if isNum {
@@ -208,11 +224,11 @@ func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
 	}
 	if w == nil {
 		c.stray(v)
-		return
+		return nil
 	}
 	if v.Kind != jsonrpc2.MessageViewResponseError {
 		o.settle(c, w, v.Result)
-		return
+		return w
 	}
 	if e, ok := v.Error.Owned(); ok {
 		w.err = fromWire(e)
@@ -220,18 +236,20 @@ func (o *outgoing) deliver(c *Conn, v *jsonrpc2.MessageView) {
 		w.err = c.malformed(w.method, "an error whose message is not a JSON string")
 	}
 	w.done <- struct{}{}
+	return w
 }
 
 // deliverResult hands a successful answer scanAnswerLine read to its call,
-// on the reader. It reports false, having taken nothing, when no call waits
-// for id: the line then goes the library's way, to be logged as a stray.
-func (o *outgoing) deliverResult(c *Conn, id int64, result []byte) bool {
+// on the reader, and returns that call. It returns nil, having taken
+// nothing, when no call waits for id: the line then goes the library's way,
+// to be logged as a stray.
+func (o *outgoing) deliverResult(c *Conn, id int64, result []byte) *waiter {
 	w := o.take(id)
 	if w == nil {
-		return false
+		return nil
 	}
 	o.settle(c, w, result)
-	return true
+	return w
 }
 
 // settle gives the call w its result, decoded here or kept raw when large,
@@ -250,13 +268,14 @@ func (o *outgoing) settle(c *Conn, w *waiter, result []byte) {
 	w.done <- struct{}{}
 }
 
-// deliverMalformed fails the call a malformed answer names. It reports
-// whether the line was an answer at all (one for nobody is logged and
-// dropped); a line that is not is a protocol error for the caller.
-func (o *outgoing) deliverMalformed(c *Conn, frame []byte) bool {
+// deliverMalformed fails the call a malformed answer names, and returns it
+// (nil when none waits). It reports whether the line was an answer at all
+// (one for nobody is logged and dropped); a line that is not is a protocol
+// error for the caller.
+func (o *outgoing) deliverMalformed(c *Conn, frame []byte) (*waiter, bool) {
 	a, what, ok := readAnswer(frame)
 	if !ok {
-		return false
+		return nil, false
 	}
 	id, isNum := answerID(a.ID)
 	var w *waiter
@@ -265,11 +284,11 @@ func (o *outgoing) deliverMalformed(c *Conn, frame []byte) bool {
 	}
 	if w == nil {
 		c.strayLog(fmt.Sprintf("%s, for id %s, which no call waits for", what, a.ID))
-		return true
+		return nil, true
 	}
 	w.err = c.malformed(w.method, what)
 	w.done <- struct{}{}
-	return true
+	return w, true
 }
 
 // decodeResult decodes an answer's result into v (nil discards it; a null
@@ -300,9 +319,12 @@ func decodeResult(data []byte, v any) error {
 // protocol.ErrTransport; when ctx ends first, Call sends $/cancel and returns
 // ctx's error at once.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	id, w, err := c.send(ctx, method, params, result)
+	id, w, took, err := c.send(ctx, method, params, result, c.callerReads())
 	if err != nil {
 		return err
+	}
+	if took {
+		return c.readOwn(ctx, id, w)
 	}
 	return c.await(ctx, id, w)
 }
@@ -320,7 +342,7 @@ type Pending struct {
 // works on this one. Each Pending must be waited for exactly once. Errors
 // are Call's: those of sending are Start's, the rest Wait's.
 func (c *Conn) Start(ctx context.Context, method string, params, result any) (*Pending, error) {
-	id, w, err := c.send(ctx, method, params, result)
+	id, w, _, err := c.send(ctx, method, params, result, false)
 	if err != nil {
 		return nil, err
 	}
@@ -333,14 +355,14 @@ func (c *Conn) Start(ctx context.Context, method string, params, result any) (*P
 func (p *Pending) Wait() error { return p.c.await(p.ctx, p.id, p.w) }
 
 // send writes a request and registers the waiter its answer goes to.
-func (c *Conn) send(ctx context.Context, method string, params, result any) (int64, *waiter, error) {
+func (c *Conn) send(ctx context.Context, method string, params, result any, take bool) (int64, *waiter, bool, error) {
 	releaseReader(ctx)
 	id := c.out.lastID.Add(1)
 	buf := getFrame()
 	defer putFrame(buf)
 	frame, err := c.encodeRequest(buf, method, id, params)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	w := getWaiter(method, result)
 	var now time.Duration
@@ -350,18 +372,22 @@ func (c *Conn) send(ctx context.Context, method string, params, result any) (int
 			w.deadline = now + c.opts.CallTimeout
 		}
 	}
-	if err := c.out.add(id, w, now); err != nil {
+	took, err := c.out.add(id, w, now, c, take)
+	if err != nil {
 		putWaiter(w)
-		return 0, nil, c.transportError(method, err)
+		return 0, nil, false, c.transportError(method, err)
 	}
 	if err := c.writeLine(ctx, append(frame, '\n')); err != nil {
 		if c.out.take(id) == nil {
 			<-w.done
 		}
 		putWaiter(w)
-		return 0, nil, c.sendError(ctx, method, err)
+		if took {
+			c.giveBack()
+		}
+		return 0, nil, false, c.sendError(ctx, method, err)
 	}
-	return id, w, nil
+	return id, w, took, nil
 }
 
 // await waits for request id's answer in w; when ctx ends first, it sends

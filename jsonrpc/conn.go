@@ -49,12 +49,24 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, sees every line read and written (a wire tap).
 	Observer Observer
+	// CallerReads lets a call made while no other waits read its own answer
+	// rather than be handed it by the reading goroutine, which saves a
+	// goroutine wake-up (and, with idle cores, a thread's) per round trip.
+	// The cost: a line the peer sends unasked while no call is in flight
+	// may wait about a millisecond to be read. It needs a reader whose reads
+	// a deadline interrupts (a pipe or socket the runtime polls); with any
+	// other it does nothing. The host's sessions set it; an extension,
+	// which mostly answers, does not.
+	CallerReads bool
 
 	// coalesceWait overrides coalesceWait, for tests (negative: zero).
 	coalesceWait time.Duration
 	// grace overrides defaultGrace, for tests that must not see a call
 	// released by its timer.
 	grace time.Duration
+	// keepIdle overrides keepIdle, for tests that must find the reader role
+	// free after a pause.
+	keepIdle time.Duration
 	// noCombine makes a line written while another write is in progress
 	// wait for it and go in a write of its own, for tests.
 	noCombine bool
@@ -108,6 +120,13 @@ type Conn struct {
 	running        atomic.Pointer[job]
 	epoch          time.Time // the monotonic origin of calls' start times
 
+	// The free reader role (ownread.go).
+	roleFree   atomic.Bool   // nobody reads: a call registered now takes the role
+	roleGen    atomic.Uint64 // counts the calls that took the free role
+	roleBack   chan struct{} // a caller hands the role to the keeper (buffered: one)
+	keeperIn   atomic.Bool   // a goroutine waits as the keeper
+	ownReading atomic.Int32  // callers reading their own answers (one at most), for the expiry's kick
+
 	closing   atomic.Bool
 	closeOnce sync.Once
 	endOnce   sync.Once // ended runs once: a reader started after the end ends too
@@ -145,6 +164,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 	if opts.Handlers == nil {
 		opts.Handlers = NewTable()
 	}
+	opts.keepIdle = cmp.Or(opts.keepIdle, keepIdle)
 	switch {
 	case opts.coalesceWait == 0:
 		opts.coalesceWait = coalesceWait
@@ -152,7 +172,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Conn {
 		opts.coalesceWait = 0
 	}
 	c := &Conn{opts: opts, done: make(chan struct{}), grace: cmp.Or(opts.grace, defaultGrace), epoch: time.Now(),
-		idle: make(chan struct{}, 1), spare: make(chan struct{}, 1)}
+		idle: make(chan struct{}, 1), spare: make(chan struct{}, 1), roleBack: make(chan struct{}, 1)}
 	c.wrote.L = &c.queueMu
 	c.graceTimer = time.AfterFunc(time.Hour, c.graceExpired)
 	c.graceTimer.Stop()

@@ -89,16 +89,26 @@ func newLane() *lane {
 }
 
 // reader holds the reader role until reading ends, parking as the spare
-// between the calls it served whose release passed the role on. The one
+// between the calls it served whose release passed the role on, and as the
+// keeper while it leaves the role free between calls (ownread.go). The one
 // holding the role when reading ends ends the connection.
 func (c *Conn) reader() {
 	l := newLane()
-	for c.readLines(l) {
-		if !c.park() {
+	for {
+		switch c.readLines(l, nil) {
+		case endPassed:
+			if !c.park() {
+				return
+			}
+		case endFreed:
+			if !c.keep() {
+				return
+			}
+		default:
+			c.ended()
 			return
 		}
 	}
-	c.ended()
 }
 
 // The states of Conn.parked: whether a spare goroutine has committed to
@@ -146,53 +156,106 @@ func (c *Conn) park() bool {
 	return true
 }
 
+// readEnd is why readLines returned.
+type readEnd int
+
+const (
+	endRead   readEnd = iota // reading has ended
+	endPassed                // a call or notification served here passed the role on (and has finished)
+	endFreed                 // the role was left free between calls (ownread.go)
+	endOwn                   // own's answer has been delivered
+	endKicked                // own's read was interrupted (its context ended, or its deadline)
+	endYield                 // own's reader met a request, left unread for a reading goroutine
+)
+
 // readLines reads and serves lines while this goroutine holds the reader
-// role. It returns true when a call or notification served here passed the
-// role on (and has finished), false when reading has ended.
-func (c *Conn) readLines(l *lane) bool {
+// role, and says why it stopped. own is the call of a caller reading its own
+// answer (ownread.go), nil on a reading goroutine.
+func (c *Conn) readLines(l *lane, own *waiter) readEnd {
 	for {
 		frame, err := c.guard.readFrame(c.ctx)
+		if err == errKicked {
+			c.guard.unkick()
+			if own != nil {
+				return endKicked
+			}
+			continue
+		}
 		if err != nil {
 			c.flush()
 			c.wire.stop(err)
-			return false
+			return endRead
 		}
-		if o := c.opts.Observer; o != nil {
+		if o := c.opts.Observer; o != nil && !c.guard.replayed {
 			o.Observe(false, frame)
 		}
 		if r, ok := scanRequestLine(frame); ok {
+			if c.leaveLine(own) {
+				return endYield
+			}
 			if c.request(l, c.methodName(r.method), &r) {
-				return true
+				return endPassed
 			}
 			continue
 		}
-		if id, result, ok := scanAnswerLine(frame); ok && c.out.deliverResult(c, id, result) {
-			continue
+		var delivered *waiter
+		if id, result, ok := scanAnswerLine(frame); ok {
+			delivered = c.out.deliverResult(c, id, result)
 		}
-		v, err := jsonrpc2.ScanMessageView(frame)
+		if delivered == nil {
+			v, err := jsonrpc2.ScanMessageView(frame)
+			switch {
+			case err == nil && (v.Kind == jsonrpc2.MessageViewCall || v.Kind == jsonrpc2.MessageViewNotification):
+				if c.leaveLine(own) {
+					return endYield
+				}
+				r, method, ok := c.viewRequest(&v)
+				if !ok {
+					c.flush()
+					c.wire.stop(&badLine{err: jsonrpc2.ErrInvalidRequest, start: lineStart(frame)})
+					return endRead
+				}
+				if c.request(l, method, &r) {
+					return endPassed
+				}
+				continue
+			case err == nil:
+				delivered = c.out.deliver(c, &v)
+			case isBatch(frame):
+				if c.leaveLine(own) {
+					return endYield
+				}
+				c.wire.refuse(l, fmt.Sprintf("a JSON-RPC batch (an array, %d bytes) is not accepted: this protocol takes one JSON object per line; send each request on its own line. Nothing in the batch was run", len(frame)))
+				continue
+			default:
+				w, isAnswer := c.out.deliverMalformed(c, frame)
+				if !isAnswer && c.leaveLine(own) {
+					return endYield
+				}
+				if !isAnswer {
+					c.flush()
+					c.wire.stop(&badLine{err: err, start: lineStart(frame)})
+					return endRead
+				}
+				delivered = w
+			}
+		}
 		switch {
-		case err == nil && (v.Kind == jsonrpc2.MessageViewCall || v.Kind == jsonrpc2.MessageViewNotification):
-			r, method, ok := c.viewRequest(&v)
-			if !ok {
-				c.flush()
-				c.wire.stop(&badLine{err: jsonrpc2.ErrInvalidRequest, start: lineStart(frame)})
-				return false
-			}
-			if c.request(l, method, &r) {
-				return true
-			}
-		case err == nil:
-			c.out.deliver(c, &v)
-		case isBatch(frame):
-			c.wire.refuse(l, fmt.Sprintf("a JSON-RPC batch (an array, %d bytes) is not accepted: this protocol takes one JSON object per line; send each request on its own line. Nothing in the batch was run", len(frame)))
-		case c.out.deliverMalformed(c, frame):
-		default:
-			c.flush()
-			c.wire.stop(&badLine{err: err, start: lineStart(frame)})
-			return false
+		case delivered == nil:
+		case delivered == own:
+			return endOwn
+		case own == nil && c.freeRole():
+			return endFreed
 		}
 	}
 }
+
+// leaveLine puts the line just read back for a reading goroutine when a
+// caller reading its own answer (own) met it, and reports whether it did: a
+// caller takes answers only, so no handler, however long, holds a caller
+// whose answer has come. A line too long to go back (one with a buffer of
+// its own) is served where it was read.
+func (c *Conn) leaveLine(own *waiter) bool { return own != nil && c.guard.unread() }
 
 // viewRequest is a request the library's scanner read, as this loop serves
 // it.

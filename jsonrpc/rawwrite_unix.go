@@ -15,12 +15,6 @@ type syscallConner interface {
 	SyscallConn() (syscall.RawConn, error)
 }
 
-// readDeadliner is a reader whose reads can be bounded, as a file the
-// runtime polls can be.
-type readDeadliner interface {
-	SetReadDeadline(time.Time) error
-}
-
 // rawWriter is w's descriptor when w is a file the runtime polls (a pipe or
 // a socket set non-blocking), whose write can be offered once without
 // blocking; nil otherwise. A writer that only wraps such a file gets the

@@ -65,6 +65,7 @@ type guard struct {
 	closeR io.Closer
 	closeW io.Closer
 	wdl    deadliner
+	rdl    readDeadliner   // the reader's deadline, which interrupts a call reading its own answer; nil: none
 	raw    syscall.RawConn // the writer's descriptor, when it is non-blocking
 	rawR   syscall.RawConn // the reader's descriptor, when the runtime polls it
 
@@ -84,6 +85,12 @@ type guard struct {
 	rawRead    func(fd uintptr) bool // reads into rawInto once, made once
 	rawInto    []byte
 	rawGot     int
+	// lastStart is where the last line began in buf, so a caller reading its
+	// own answer can leave a request to the reading goroutine (unread); -1
+	// when it cannot be (the line kept a buffer of its own).
+	lastStart int
+	replay    bool // the next line is one unread, seen by the observer already
+	replayed  bool // the last line was one unread
 
 	mu       sync.Mutex
 	readErr  error // the first read error, kept for the close reason
@@ -111,12 +118,16 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 		maxLine:      maxLine,
 		writeTimeout: writeTimeout,
 		buf:          make([]byte, readBufferStart),
+		lastStart:    -1,
 	}
 	g.closeR, _ = r.(io.Closer)
 	g.closeW, _ = w.(io.Closer)
 	g.wdl, _ = w.(deadliner)
 	g.raw = rawWriter(w)
 	g.rawR = rawReader(r)
+	if g.rawR != nil {
+		g.rdl, _ = r.(readDeadliner)
+	}
 	g.rawRead = func(fd uintptr) bool {
 		var done bool
 		g.rawGot, done = readOnce(fd, g.rawInto)
@@ -144,6 +155,8 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 				return nil, g.failRead(fmt.Errorf("%w: a line of %d bytes, over the %d-byte bound", ErrMessageTooLarge, lineEnd-g.start, g.maxLine))
 			}
 			line := g.buf[g.start:lineEnd]
+			g.lastStart = g.start
+			g.replayed, g.replay = g.replay, false
 			g.start, g.scanned, g.owned = lineEnd+1, 0, false
 			if g.spare != nil && g.end-g.start <= len(g.spare) {
 				// A long line keeps the buffer it was assembled in; what
@@ -153,6 +166,7 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 				// the line is only valid until the next read.
 				g.end = copy(g.spare, g.buf[g.start:g.end])
 				g.buf, g.spare, g.start, g.owned = g.spare, nil, 0, true
+				g.lastStart = -1
 			}
 			return line, nil
 		}
@@ -171,6 +185,11 @@ func (g *guard) readFrame(ctx context.Context) ([]byte, error) {
 		}
 		if err == nil {
 			err = io.ErrNoProgress
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A kick (ownread.go), not the stream's end: nothing was read,
+			// and reading goes on.
+			return nil, errKicked
 		}
 		g.endRead(err)
 		if errors.Is(err, io.EOF) && g.end > g.start {
@@ -226,6 +245,30 @@ func (g *guard) makeRoom() {
 	}
 	g.buf, g.start, g.end = bigger, 0, pending
 }
+
+// unread puts the line readFrame returned last back, so the next readFrame
+// returns it again (marked replayed, for the observer), and reports whether
+// it could: not when that line kept a buffer of its own.
+func (g *guard) unread() bool {
+	if g.lastStart < 0 {
+		return false
+	}
+	g.start, g.scanned, g.lastStart, g.replay = g.lastStart, 0, -1, true
+	return true
+}
+
+// readDeadliner is a reader whose reads can be bounded, as a file the
+// runtime polls can be: a deadline also interrupts a read blocked already.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// errKicked is what readFrame returns when a kick interrupted its read.
+var errKicked = errors.New("jsonrpc: read interrupted")
+
+// kick interrupts the read in progress, or the next one, with errKicked.
+func (g *guard) kick() { _ = g.rdl.SetReadDeadline(time.Unix(1, 0)) }
+
+// unkick lets reads wait again after a kick.
+func (g *guard) unkick() { _ = g.rdl.SetReadDeadline(time.Time{}) }
 
 // failRead ends reading on a protocol error.
 func (g *guard) failRead(err error) error {

@@ -45,6 +45,8 @@ func (s *Session) launch(ctx context.Context) error {
 		Logger:      s.logger,
 		CallTimeout: s.opts.CallTimeout,
 		Observer:    s.opts.Observer,
+		// The host calls; its callers read their own answers.
+		CallerReads: true,
 	})
 	hctx, cancel := context.WithTimeout(ctx, s.opts.HandshakeTimeout)
 	defer cancel()

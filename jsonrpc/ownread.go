@@ -1,0 +1,163 @@
+package jsonrpc
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A caller reads its own answer (Options.CallerReads). Handing an answer
+// from the reading goroutine to the caller waiting for it wakes that caller,
+// and on a machine with idle cores the runtime wakes a second thread with it
+// (a futex and an interrupt to another core): several microseconds of every
+// round trip, which a caller that reads the answer itself does not pay.
+//
+// So the reader role can be left free between calls. A reading goroutine
+// leaves it free when it has just delivered an answer, no other call waits
+// and nothing more is read already (freeRole); it then parks as the keeper.
+// A call registered while the role is free takes it (outgoing.add) and
+// reads until its own answer is among the lines (readOwn), delivering the
+// answers of other calls on the way. It takes answers only: a request or
+// notification it meets goes back unread (guard.unread) and the role with it
+// to the keeper, which serves it as a reading goroutine does, so no handler
+// holds a caller whose answer has come (a line too long to go back, over the
+// read buffer, is served where it was read). With its answer, the caller
+// leaves the role free again when nothing else waits, or hands it to the
+// keeper when another call does. A line nobody asked for that arrives while
+// the role is free waits for the next call, which hands it to the keeper, or
+// for the keeper itself, which takes the role back when a whole keepIdle
+// passed with no call taking it. A caller whose context ends, or whose
+// CallTimeout passes, while it reads is interrupted through the reader's
+// deadline (a kick) and then waits as any other caller.
+
+// keepIdle is how long the role stays free with no call taking it before
+// the keeper reads again. The runtime's timers wake an idle process in
+// whole milliseconds, so a line the peer sends unasked between calls may
+// wait about that long.
+const keepIdle = time.Millisecond
+
+// ownLanes are the lanes callers read their own answers with: a caller
+// whose served request released the role keeps its lane until that request
+// is done, while the next caller reads with another.
+var ownLanes = sync.Pool{New: func() any { return newLane() }}
+
+// callerReads reports whether a call may read its own answer: the option
+// is set and the reader's read can be interrupted.
+func (c *Conn) callerReads() bool { return c.opts.CallerReads && c.guard.rdl != nil }
+
+// freeRole leaves the reader role free, on the goroutine holding it, when no
+// call waits and nothing more is read already; under the calls' lock, so a
+// call registered after it takes the role and one registered before it is
+// read for.
+func (c *Conn) freeRole() bool {
+	if !c.callerReads() || c.guard.buffered() || c.hasPending.Load() {
+		return false
+	}
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	if len(c.out.waiting) > 0 || c.out.ended != nil {
+		return false
+	}
+	c.roleFree.Store(true)
+	return true
+}
+
+// keep waits, the reader role left free, until this goroutine holds it
+// again: a caller handed it back, a whole keepIdle passed with no call
+// taking it, or the connection is ending. It reports false when the
+// goroutine is to exit: another keeper waits already and no spare was
+// wanted, or the connection ended with the role in a caller's hands (that
+// caller sees the end).
+func (c *Conn) keep() bool {
+	if !c.keeperIn.CompareAndSwap(false, true) {
+		return c.park()
+	}
+	defer c.keeperIn.Store(false)
+	gen := c.roleGen.Load()
+	t := time.NewTimer(c.opts.keepIdle)
+	defer t.Stop()
+	done := c.ctx.Done()
+	for {
+		select {
+		case <-c.roleBack:
+			return true
+		case <-t.C:
+			g := c.roleGen.Load()
+			if g == gen && c.roleFree.CompareAndSwap(true, false) {
+				return true
+			}
+			gen = g
+			t.Reset(c.opts.keepIdle)
+		case <-done:
+			if c.roleFree.CompareAndSwap(true, false) {
+				return true
+			}
+			select {
+			case <-c.roleBack:
+				return true
+			default:
+				return false
+			}
+		}
+	}
+}
+
+// readOwn reads, on the caller's goroutine, which took the free reader role
+// when it registered call id, until w's answer is delivered; then it leaves
+// the role free or hands it on. When the role passed on while it read (a
+// request it served released it), its context ended, or reading ended, it
+// waits for the answer as every other caller does.
+func (c *Conn) readOwn(ctx context.Context, id int64, w *waiter) error {
+	c.roleGen.Add(1)
+	l := ownLanes.Get().(*lane)
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, c.guard.kick)
+	}
+	c.ownReading.Add(1)
+	end := c.readLines(l, w)
+	c.ownReading.Add(-1)
+	if stop != nil {
+		stop()
+	}
+	ownLanes.Put(l)
+	switch end {
+	case endOwn:
+		c.giveBack()
+		<-w.done
+		return c.finish(w)
+	case endKicked, endYield:
+		c.giveBack()
+	case endRead:
+		c.ended()
+		c.roleFree.Store(true)
+	}
+	return c.await(ctx, id, w)
+}
+
+// handBack gives the reader role, which the goroutine calling holds but
+// will not read with, to the keeper.
+func (c *Conn) handBack() {
+	select {
+	case c.roleBack <- struct{}{}:
+	default:
+		// Already handed back once and not taken: the keeper left as the
+		// connection ended.
+	}
+}
+
+// giveBack lets go of the reader role a caller holds: free when no other
+// call waits and nothing more is read already, else to the keeper, which
+// reads for the calls waiting.
+func (c *Conn) giveBack() {
+	c.flush()
+	c.out.mu.Lock()
+	free := len(c.out.waiting) == 0 && c.out.ended == nil && !c.guard.buffered()
+	if free {
+		c.roleFree.Store(true)
+	}
+	c.out.mu.Unlock()
+	if !free {
+		c.handBack()
+	}
+}
