@@ -108,7 +108,7 @@ func TestCallerReadsStillReadsLinesNobodyAskedFor(t *testing.T) {
 	echoOnce(t, a, "after")
 }
 
-func TestCallerReadingServesTheCallbacksBeforeItsAnswer(t *testing.T) {
+func TestCallbacksDuringACallReadingItsOwnAnswerAreServed(t *testing.T) {
 	aTbl := NewTable()
 	Handle(aTbl, "ping", func(ctx context.Context, p echoParams) (echoParams, error) {
 		return echoParams{Text: "pong " + p.Text}, nil
@@ -129,7 +129,7 @@ func TestCallerReadingServesTheCallbacksBeforeItsAnswer(t *testing.T) {
 		}
 	}
 	if a.roleGen.Load() == 0 {
-		t.Error("no call read its own answer, so the callbacks were not served by one")
+		t.Error("no call read its own answer, so none met a callback")
 	}
 }
 
