@@ -25,6 +25,10 @@
 //     peer back never deadlocks and a slow one never stalls other messages
 //     for longer than the grace period; a handler's context is its call's
 //     own, made only as far as the handler uses it;
+//   - with Options.CallerReads (the host's side), a call made while no
+//     other waits reads its own answer rather than being woken by the
+//     reading goroutine with it (ownread.go), and leaves every request it
+//     meets to that goroutine;
 //   - $/cancel both ways: a caller whose context ends sends it and returns at
 //     once; a receiver cancels the handler's context and answers -32800;
 //   - at most 64 calls served at once; the next is answered overloaded at once
