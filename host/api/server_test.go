@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,8 +113,11 @@ func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
 	}
 
 	// Every slot answering a long poll: a newcomer is refused.
+	var polls sync.WaitGroup
 	for range bound {
+		polls.Add(1)
 		go func() {
+			defer polls.Done()
 			c, status, e := get(t, path, "/v1/events?wait=30")
 			if c != nil {
 				c.Close()
@@ -134,6 +138,10 @@ func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
 	}
 	close(h.release)
 	// Negative control: once the answers are done, a newcomer is served.
+	// Done means read by their clients: a connection whose handler has
+	// returned is one a newcomer may replace, and one replaced before its
+	// client read the answer would fail that long poll.
+	polls.Wait()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, status, _ := get(t, path, "/v1/status")
