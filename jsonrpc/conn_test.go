@@ -62,6 +62,19 @@ func echoTable() *Table {
 	return t
 }
 
+// waitTable serves "wait", which returns once its context ends, telling
+// entered when it starts and cancelled when its context ended.
+func waitTable(entered, cancelled chan struct{}) *Table {
+	tbl := echoTable()
+	Handle(tbl, "wait", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return struct{}{}, nil
+	})
+	return tbl
+}
+
 func TestCallEchoRoundTrip(t *testing.T) {
 	a, _ := connPair(t, Options{}, Options{Handlers: echoTable()})
 	var out echoParams
@@ -459,14 +472,7 @@ func TestCallTimeoutBoundsCallsWithoutDeadline(t *testing.T) {
 // to stop serving each.
 func TestCallTimeoutEndsEachCallInTurn(t *testing.T) {
 	started, stopped := make(chan struct{}, 2), make(chan struct{}, 2)
-	tbl := NewTable()
-	Handle(tbl, "hang", func(ctx context.Context, _ struct{}) (struct{}, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		stopped <- struct{}{}
-		return struct{}{}, nil
-	})
-	a, _ := connPair(t, Options{CallTimeout: 150 * time.Millisecond}, Options{Handlers: tbl})
+	a, _ := connPair(t, Options{CallTimeout: 150 * time.Millisecond}, Options{Handlers: waitTable(started, stopped)})
 	errs := make(chan error, 2)
 	for i := 0; i < 2; i++ {
 		if i > 0 {
@@ -474,7 +480,7 @@ func TestCallTimeoutEndsEachCallInTurn(t *testing.T) {
 			// well after the first's, so the timer has to re-arm for it.
 			time.Sleep(75 * time.Millisecond)
 		}
-		go func() { errs <- a.Call(context.Background(), "hang", nil, nil) }()
+		go func() { errs <- a.Call(context.Background(), "wait", nil, nil) }()
 		<-started
 	}
 	deadline := time.After(60 * time.Second)

@@ -229,10 +229,10 @@ func (c *Conn) readLines(l *lane, own *waiter) readEnd {
 				continue
 			default:
 				w, isAnswer := c.out.deliverMalformed(c, frame)
-				if !isAnswer && c.leaveLine(own) {
-					return endYield
-				}
 				if !isAnswer {
+					if c.leaveLine(own) {
+						return endYield
+					}
 					c.flush()
 					c.wire.stop(&badLine{err: err, start: lineStart(frame)})
 					return endRead

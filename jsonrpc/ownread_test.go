@@ -133,19 +133,6 @@ func TestCallbacksDuringACallReadingItsOwnAnswerAreServed(t *testing.T) {
 	}
 }
 
-// waitTable serves "wait", which returns once its context ends, telling
-// entered when it starts and cancelled when its context ended.
-func waitTable(entered, cancelled chan struct{}) *Table {
-	tbl := echoTable()
-	Handle(tbl, "wait", func(ctx context.Context, _ struct{}) (struct{}, error) {
-		entered <- struct{}{}
-		<-ctx.Done()
-		cancelled <- struct{}{}
-		return struct{}{}, nil
-	})
-	return tbl
-}
-
 func TestCallerReadingIsInterrupted(t *testing.T) {
 	cases := []struct {
 		name string
