@@ -18,6 +18,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/daemontest"
+	"github.com/open-conduit/open-conduit/pebblekv"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -184,6 +185,17 @@ func storeSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
+// storeWritten is where the WAL at path's bytes end: the store sizes each
+// WAL's file ahead of its records, and damage past them would hit zeros.
+func storeWritten(t *testing.T, path string) int64 {
+	t.Helper()
+	end, err := pebblekv.WrittenEnd(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
 func storeFlip(t *testing.T, path string, offset int64) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -324,14 +336,14 @@ func TestDrillStoreLostCommitsRefuseStart(t *testing.T) {
 		{"WAL truncated", func(t *testing.T, e *daemontest.Env) {
 			e.Kill()
 			wal := storeNewest(t, e, "*.log")
-			if err := os.Truncate(wal, storeSize(t, wal)*2/3); err != nil {
+			if err := os.Truncate(wal, storeWritten(t, wal)*2/3); err != nil {
 				t.Fatal(err)
 			}
 		}, ".log at offset", true, true},
 		{"WAL byte flipped", func(t *testing.T, e *daemontest.Env) {
 			e.Kill()
 			wal := storeNewest(t, e, "*.log")
-			storeFlip(t, wal, storeSize(t, wal)/2)
+			storeFlip(t, wal, storeWritten(t, wal)/2)
 		}, ".log at offset", true, true},
 		{"MANIFEST truncated", func(t *testing.T, e *daemontest.Env) {
 			manifest := storeFlushed(t, e)

@@ -256,8 +256,9 @@ func (db *DB) pebbleOptions(opts *Options, mustExist bool) *pebble.Options {
 			},
 		},
 	}
+	po.FS = sizedWALs{vfs.Default}
 	if opts.fs != nil {
-		po.FS = opts.fs
+		po.FS = sizedWALs{opts.fs}
 	}
 	// Bloom filters keep point lookups of absent keys (dedupe, absence
 	// checks) off the disk; every level inherits L0's policy.

@@ -98,7 +98,10 @@
 // They wait for the sync after releasing the writers' mutex, so Updates
 // that commit while a sync runs share the next one (Pebble's group
 // commit) instead of taking an fsync each. A batch applies entirely or not
-// at all, including after a crash.
+// at all, including after a crash. On Linux each WAL file is preallocated at
+// its full size ahead of its records ([SizedWALs]), so a commit's sync
+// writes its data without also committing a new file size to the
+// filesystem's journal; the zeros after a WAL's last record read as its end.
 //
 // # Faults
 //

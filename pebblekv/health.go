@@ -69,8 +69,28 @@ type Replay struct {
 	Offset int64
 	// Size is the file's size at Open; -1 when it could not be read.
 	Size int64
+	// End is where its bytes end at Open: Size less the zeros at its end,
+	// the room the store preallocates ahead of a WAL's records; -1 when it
+	// could not be read.
+	End int64
 	// Keys and Batches are what Pebble replayed from it.
 	Keys, Batches int64
+}
+
+// walTrailer is the size of the chunk header Pebble ends each WAL it closes
+// with; no record fits in it.
+const walTrailer = 11
+
+// Unread is how many bytes the WAL holds past where its replay stopped that
+// could be records: End less Offset, or 0 when no more than the trailer
+// Pebble ends a closed WAL with is left. More than 0 means a truncated or
+// damaged record, unless the file is a recycled WAL whose earlier records
+// run past this one's.
+func (r Replay) Unread() int64 {
+	if r.End-r.Offset <= walTrailer {
+		return 0
+	}
+	return r.End - r.Offset
 }
 
 // Recovery is what Pebble reported when it recovered the store at Open.
@@ -250,12 +270,15 @@ func (h *health) recovered(line string) {
 	if m == nil {
 		return
 	}
-	r := Replay{WAL: m[1], Size: -1}
+	r := Replay{WAL: m[1], Size: -1, End: -1}
 	r.Offset, _ = strconv.ParseInt(m[2], 10, 64)
 	r.Keys, _ = strconv.ParseInt(m[3], 10, 64)
 	r.Batches, _ = strconv.ParseInt(m[4], 10, 64)
 	if fi, err := os.Stat(r.WAL); err == nil {
 		r.Size = fi.Size()
+	}
+	if end, err := WrittenEnd(r.WAL); err == nil {
+		r.End = end
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

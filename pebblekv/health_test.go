@@ -102,6 +102,16 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
+// writtenEnd is where the bytes of the WAL at path end (WrittenEnd).
+func writtenEnd(t *testing.T, path string) int64 {
+	t.Helper()
+	end, err := WrittenEnd(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
 func TestOpenReportsWhereEachWALReplayStopped(t *testing.T) {
 	const commits = 200
 	for _, tc := range []struct {
@@ -111,12 +121,12 @@ func TestOpenReportsWhereEachWALReplayStopped(t *testing.T) {
 	}{
 		{"an intact WAL is read to its end", func(*testing.T, string) {}, false},
 		{"a truncated WAL stops at the cut", func(t *testing.T, wal string) {
-			if err := os.Truncate(wal, fileSize(t, wal)/2); err != nil {
+			if err := os.Truncate(wal, writtenEnd(t, wal)/2); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
 		{"a flipped byte stops the replay before it", func(t *testing.T, wal string) {
-			flipByte(t, wal, fileSize(t, wal)/3)
+			flipByte(t, wal, writtenEnd(t, wal)/3)
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,25 +135,25 @@ func TestOpenReportsWhereEachWALReplayStopped(t *testing.T) {
 			dir := copyStore(t, live.Dir())
 			wal := onlyFile(t, dir, ".log")
 			tc.damage(t, wal)
-			size := fileSize(t, wal)
+			size, end := fileSize(t, wal), writtenEnd(t, wal)
 			db, err := Open(dir, &Options{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer db.Close()
 			rec := db.Recovery()
-			if len(rec.Replays) != 1 || rec.Replays[0].WAL != wal || rec.Replays[0].Size != size {
-				t.Fatalf("replays %+v, want one of %s (%d bytes)", rec.Replays, wal, size)
+			if len(rec.Replays) != 1 || rec.Replays[0].WAL != wal || rec.Replays[0].Size != size || rec.Replays[0].End != end {
+				t.Fatalf("replays %+v, want one of %s (%d bytes, written to %d)", rec.Replays, wal, size, end)
 			}
 			if !strings.HasPrefix(filepath.Base(rec.Manifest), "MANIFEST-") || rec.ManifestSize == 0 || rec.ManifestValid != rec.ManifestSize {
 				t.Errorf("manifest %q: %d bytes, %d valid", rec.Manifest, rec.ManifestSize, rec.ManifestValid)
 			}
 			r := rec.Replays[0]
 			switch {
-			case !tc.lost && (db.Commits() != commits || r.Offset != size):
-				t.Errorf("intact: %d commits, stopped at %d of %d", db.Commits(), r.Offset, size)
-			case tc.lost && (db.Commits() >= commits || r.Offset >= size || r.Keys == 0):
-				t.Errorf("damaged: %d commits of %d, stopped at %d of %d after %d keys", db.Commits(), commits, r.Offset, size, r.Keys)
+			case !tc.lost && (db.Commits() != commits || r.Unread() != 0):
+				t.Errorf("intact: %d commits, stopped at %d of the %d bytes written", db.Commits(), r.Offset, r.End)
+			case tc.lost && (db.Commits() >= commits || r.Unread() == 0 || r.Keys == 0):
+				t.Errorf("damaged: %d commits of %d, stopped at %d of the %d bytes written after %d keys", db.Commits(), commits, r.Offset, r.End, r.Keys)
 			}
 			if db.ID() != live.ID() || db.ID() == "" {
 				t.Errorf("the copy's identity %q, the store's %q", db.ID(), live.ID())

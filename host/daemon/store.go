@@ -159,8 +159,8 @@ func manifestLoss(rec pebblekv.Recovery, synced pebblekv.ManifestMark) string {
 func describeRecovery(rec pebblekv.Recovery) string {
 	var short []string
 	for _, r := range rec.Replays {
-		if r.Size > r.Offset {
-			short = append(short, fmt.Sprintf("Pebble stopped reading the WAL %s at offset %d of %d bytes (a truncated or damaged WAL: it reads nothing after the first record it cannot)", r.WAL, r.Offset, r.Size))
+		if r.Unread() > 0 {
+			short = append(short, fmt.Sprintf("Pebble stopped reading the WAL %s at offset %d of the %d bytes written (a truncated or damaged WAL: it reads nothing after the first record it cannot)", r.WAL, r.Offset, r.End))
 		}
 	}
 	if len(short) > 0 {

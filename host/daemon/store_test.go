@@ -72,7 +72,7 @@ func TestStoreOpeningRules(t *testing.T) {
 			if err := os.WriteFile(f.marker, []byte(markerText(m.id, m.commit+5, m.manifest)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "the last 5 commits are missing"},
+		}, "the last 5 commits are missing; Pebble read every WAL to its end"},
 		{"another store is refused", func(t *testing.T, f storeFixture) {
 			f.run(t, 3)
 			m, _ := readMarker(f.marker)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	json "github.com/go-json-experiment/json"
 
 	"github.com/open-conduit/open-conduit/fixtures/kvbench"
@@ -97,16 +98,22 @@ func (s *samples) p50() float64 {
 	return float64(s.nanos[len(s.nanos)/2]) / 1e3
 }
 
-// rawStore is a bare Pebble store on a real directory, with the options
-// that bear on a commit's cost set as pebblekv sets them.
+// rawStore is a bare Pebble store on a real directory, with the Pebble
+// options that bear on a commit's cost set as pebblekv sets them. Its WAL
+// is Pebble's own, unless sized: then its WAL files are preallocated at
+// their full size, as pebblekv writes them (pebblekv.SizedWALs).
 type rawStore struct {
 	db    *pebble.DB
 	value []byte
 }
 
-func openRaw(tb testing.TB) *rawStore {
+func openRaw(tb testing.TB, sized bool) *rawStore {
 	tb.Helper()
-	db, err := pebble.Open(tb.TempDir(), &pebble.Options{FormatMajorVersion: pebble.FormatTableFormatV6, Logger: quiet{}})
+	po := &pebble.Options{FormatMajorVersion: pebble.FormatTableFormatV6, Logger: quiet{}}
+	if sized {
+		po.FS = pebblekv.SizedWALs(vfs.Default)
+	}
+	db, err := pebble.Open(tb.TempDir(), po)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -236,30 +243,32 @@ func callOp(s *session.Session, operation string, in, out any) error {
 
 // BenchmarkKVCommitVsPebble sets synced kv.commit from extensions against
 // raw Pebble synced batch commits of the same keys and values, in one run:
-// each op is one commit of each variant (raw Pebble with one committer and
-// with eight at once; kv.commit from one extension and from eight at
-// once; see below for a fifth), and the variants take turns in rounds so load on the machine
-// falls on all of them alike. The eight extensions are eight processes,
-// each with its own session, pipes and service over the one store, as
-// eight extensions of a daemon are; each writes its own keys, so none
-// waits on another's data, only on the store.
+// each op is one commit of each variant, and the variants take turns in
+// rounds so load on the machine falls on all of them alike. The eight
+// extensions are eight processes, each with its own session, pipes and
+// service over the one store, as eight extensions of a daemon are; each
+// writes its own keys, so none waits on another's data, only on the store.
+//
+// The variants: raw Pebble with one committer (raw1) and with eight at once
+// (raw8); kv.commit from one extension (ext1) and from eight at once
+// (ext8); raw Pebble with one committer writing its WAL as the store does,
+// preallocated at full size (raw1sized), so ext1 can be read against the
+// same filesystem work; one extension committing to a store that does not
+// sync (ext1nosync), whose p50 is what a kv.commit costs besides the fsync
+// (the round trip and the store's own work); and raw1sized's committer
+// pausing before each commit as long as an unsynced kv.commit round trip
+// takes (raw1idle, its commits/s over the commits' own time; the pause,
+// raw1idle-gap-µs, is the p50 of gapCommits ext1nosync commits made
+// before the clock starts), which is what a synced commit costs after the
+// idle gap the host has between one extension's commits.
 //
 // It reports each variant's commits/s and p50 latency (µs; the
-// extension's figures are round trips timed in the extension), and the
-// two ratios issue 13 judges: one extension's commits/s over raw Pebble's
-// with one committer (ext1/raw1), and eight extensions' over one's
-// (ext8/ext1). A fifth variant, one extension committing to a store that
-// does not sync (ext1nosync), takes its turn too: its p50 is what a
-// kv.commit costs besides the fsync (the round trip and the store's own
-// work), so ext1's p50 less raw1's can be read against it. A sixth, raw
-// Pebble with one committer that pauses before each commit as long as an
-// unsynced kv.commit round trip takes (raw1idle, its commits/s over the
-// commits' own time; the pause, raw1idle-gap-µs, is the p50 of gapCommits
-// ext1nosync commits made before the clock starts), is what a synced commit
-// costs after the idle gap the host has between one extension's commits,
-// while the answer and the next request cross the pipes.
+// extension's figures are round trips timed in the extension), the two
+// ratios issue 13 judges, one extension's commits/s over raw Pebble's with
+// one committer (ext1/raw1) and eight extensions' over one's (ext8/ext1),
+// and ext1/raw1sized.
 func BenchmarkKVCommitVsPebble(b *testing.B) {
-	raw := openRaw(b)
+	raw, sized := openRaw(b, false), openRaw(b, true)
 	db := openDB(b, b.TempDir(), false)
 	defer db.Close()
 	ss := make([]*session.Session, writers)
@@ -271,6 +280,7 @@ func BenchmarkKVCommitVsPebble(b *testing.B) {
 	ns := []*session.Session{startKVBench(b, unsynced)}
 	// Warm the stores and every session.
 	raw.commits(b, writers, 0, 10, 0)
+	sized.commits(b, 1, 0, 10, 0)
 	extCommits(b, ss, 0, 10)
 	extCommits(b, ns, 0, 10)
 	var gap samples
@@ -280,12 +290,13 @@ func BenchmarkKVCommitVsPebble(b *testing.B) {
 	rounds := min(b.N, 5)
 	per := max(1, b.N/rounds)
 	perWriter := max(1, per/writers)
-	var raw1, raw1i, raw8, ext1, ext8, ext1n samples
+	var raw1, raw1s, raw1i, raw8, ext1, ext8, ext1n samples
 	first := 10 + gapCommits
 	b.ResetTimer()
 	for range rounds {
 		raw1.add(raw.commits(b, 1, first, per, 0))
-		raw1i.add(raw.commits(b, 1, first, per, idle))
+		raw1s.add(sized.commits(b, 1, first, per, 0))
+		raw1i.add(sized.commits(b, 1, first, per, idle))
 		ext1.add(extCommits(b, ss[:1], first, per))
 		raw8.add(raw.commits(b, writers, first+per, perWriter, 0))
 		ext8.add(extCommits(b, ss, first+per, perWriter))
@@ -295,6 +306,8 @@ func BenchmarkKVCommitVsPebble(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(raw1.perSecond(), "raw1-commits/s")
 	b.ReportMetric(raw1.p50(), "raw1-p50-µs")
+	b.ReportMetric(raw1s.perSecond(), "raw1sized-commits/s")
+	b.ReportMetric(raw1s.p50(), "raw1sized-p50-µs")
 	b.ReportMetric(raw1i.perSecond(), "raw1idle-commits/s")
 	b.ReportMetric(raw1i.p50(), "raw1idle-p50-µs")
 	b.ReportMetric(float64(idle.Nanoseconds())/1e3, "raw1idle-gap-µs")
@@ -307,5 +320,6 @@ func BenchmarkKVCommitVsPebble(b *testing.B) {
 	b.ReportMetric(ext1n.perSecond(), "ext1nosync-commits/s")
 	b.ReportMetric(ext1n.p50(), "ext1nosync-p50-µs")
 	b.ReportMetric(ext1.perSecond()/raw1.perSecond(), "ext1/raw1")
+	b.ReportMetric(ext1.perSecond()/raw1s.perSecond(), "ext1/raw1sized")
 	b.ReportMetric(ext8.perSecond()/ext1.perSecond(), "ext8/ext1")
 }
