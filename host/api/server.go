@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	json "github.com/go-json-experiment/json"
@@ -46,8 +47,9 @@ type ServerOptions struct {
 	// MaxConns bounds the connections open at once (default
 	// DefaultMaxConns). At the bound a new connection takes the place of
 	// the one that has waited longest with no request being answered on
-	// it (idle, or still sending its request); when every one is being
-	// answered, the new one is answered 503 overloaded and closed.
+	// it (idle, or still sending its request) and no answer still being
+	// written to it; when there is none, the new one waits up to a second
+	// for such a write to end, then is answered 503 overloaded and closed.
 	MaxConns int
 	// Logger gets what the HTTP server reports (default: discarded).
 	Logger *slog.Logger
@@ -100,7 +102,9 @@ type answeringKey struct{}
 // answering tells the connection set whether r's handler runs, so its
 // connection is not the one a newcomer replaces while it does. The mark
 // is taken off as the handler returns, before the client can have the
-// whole answer, so a client that asks again at once finds it off.
+// whole answer, so a client that asks again at once finds it off; the
+// server may still be writing the end of that answer then, and a
+// connection with a write in progress is not replaced either (conn).
 func answering(r *http.Request, on bool) {
 	if f, ok := r.Context().Value(answeringKey{}).(func(bool)); ok {
 		f(on)
@@ -117,25 +121,98 @@ type connSet struct {
 	// full is set while the set is at its bound, so reaching it is logged
 	// once, not once a connection.
 	full bool
+	// wrote, while a newcomer waits for an answer's write to end, is
+	// closed when one does; waiting is set while a newcomer looks or
+	// waits, so a write takes the lock only then.
+	wrote   chan struct{}
+	waiting atomic.Bool
 }
 
 // tracked is one open connection: since when it is in its state, and
 // whether a handler is answering it.
 type tracked struct {
+	conn      *conn
 	since     time.Time
 	answering bool
 }
 
+// conn is an accepted connection that counts the writes in progress on
+// it: a handler that has returned can leave the end of its answer to the
+// server's last flush, which waits for a client that reads slowly, and a
+// connection replaced then would cut that answer.
+type conn struct {
+	net.Conn
+	set     *connSet
+	writing atomic.Int32
+}
+
+// Write implements net.Conn.
+func (c *conn) Write(b []byte) (int, error) {
+	c.writing.Add(1)
+	defer func() {
+		if c.writing.Add(-1) == 0 {
+			c.set.written()
+		}
+	}()
+	return c.Conn.Write(b)
+}
+
+// CloseWrite shuts the connection's writing side, as the HTTP server asks
+// of the connections it closes gracefully.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// admitWait is how long a newcomer at the bound waits for a connection to
+// finish writing an answer its handler has returned, when no connection is
+// free to replace and one is finishing so. A client that has read its answer
+// may ask again before the server has counted the write done; a client
+// that reads slowly holds the write up to WriteTimeout, and the newcomer is
+// refused after this wait.
+const admitWait = time.Second
+
 // admit makes room for c, replacing the connection that has waited longest
-// with nothing being answered; it reports false when every one is being
-// answered.
-func (s *connSet) admit(c net.Conn) bool {
+// with nothing being answered or written; when there is none but an
+// answer's last write is under way, it waits for that write for up to
+// admitWait. It reports false when there is no room.
+func (s *connSet) admit(c *conn) bool {
+	deadline := time.Now().Add(admitWait)
+	for {
+		admitted, wait := s.tryAdmit(c)
+		remaining := time.Until(deadline)
+		if admitted || wait == nil || remaining <= 0 {
+			return admitted
+		}
+		t := time.NewTimer(remaining)
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// tryAdmit admits c as admit does, without waiting; when it cannot, wait is
+// closed at the end of the next write on a connection not being answered,
+// or nil when there is none to wait for.
+func (s *connSet) tryAdmit(c *conn) (admitted bool, wait <-chan struct{}) {
 	s.mu.Lock()
 	var victim net.Conn
+	writing := false
 	if len(s.open) >= s.max {
+		// Before the writes are looked at, so one that ends after its
+		// look takes the lock in written and finds wrote.
+		s.waiting.Store(true)
 		var oldest time.Time
 		for oc, t := range s.open {
-			if !t.answering && (victim == nil || t.since.Before(oldest)) {
+			switch {
+			case t.answering:
+			case t.conn.writing.Load() > 0:
+				writing = true
+			case victim == nil || t.since.Before(oldest):
 				victim, oldest = oc, t.since
 			}
 		}
@@ -146,18 +223,40 @@ func (s *connSet) admit(c net.Conn) bool {
 	} else if len(s.open) < s.max/2 {
 		s.full = false
 	}
-	admitted := len(s.open) < s.max || victim != nil
+	admitted = len(s.open) < s.max || victim != nil
 	if victim != nil {
 		delete(s.open, victim)
 	}
 	if admitted {
-		s.open[c] = &tracked{since: time.Now()}
+		s.open[c] = &tracked{conn: c, since: time.Now()}
+	} else if writing {
+		if s.wrote == nil {
+			s.wrote = make(chan struct{})
+		}
+		wait = s.wrote
+	}
+	if s.wrote == nil {
+		s.waiting.Store(false)
 	}
 	s.mu.Unlock()
 	if victim != nil {
 		_ = victim.Close()
 	}
-	return admitted
+	return admitted, wait
+}
+
+// written wakes a newcomer waiting for a connection's write to end.
+func (s *connSet) written() {
+	if !s.waiting.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+		s.waiting.Store(false)
+	}
+	s.mu.Unlock()
 }
 
 // track follows the HTTP server's view of each connection.
@@ -196,14 +295,15 @@ type limitListener struct {
 // Accept returns the next connection there is room for.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		nc, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
+		c := &conn{Conn: nc, set: l.set}
 		if l.set.admit(c) {
 			return c, nil
 		}
-		refuse(c)
+		refuse(nc)
 	}
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -38,12 +39,25 @@ func (h *held) Events(context.Context, client.EventsQuery) (client.Events, error
 // serve runs a Server of d on a real socket and returns its path.
 func serve(t *testing.T, d Daemon, maxConns int) (string, *Server) {
 	t.Helper()
+	return serveWith(t, d, maxConns, nil, nil)
+}
+
+// serveWith is serve with the socket's listener and the API's handler
+// wrapped, each unless nil, before it serves.
+func serveWith(t *testing.T, d Daemon, maxConns int, listener func(net.Listener) net.Listener, handler func(http.Handler) http.Handler) (string, *Server) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "api.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if listener != nil {
+		ln = listener(ln)
+	}
 	s := NewServer(d, ServerOptions{MaxConns: maxConns})
+	if handler != nil {
+		s.http.Handler = handler(s.http.Handler)
+	}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -155,5 +169,107 @@ func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
 			t.Fatalf("status after the long polls ended: %d", status)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// heldWrites is a listener whose connections hold each write of an answer
+// marked X-Held until hold is closed, as a client that reads slowly holds
+// the server's last flush of an answer once the socket is full. The server
+// writes a small answer in one write after its handler has returned.
+type heldWrites struct {
+	net.Listener
+	hold, held chan struct{}
+}
+
+func (l heldWrites) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return heldConn{Conn: c, l: l}, nil
+}
+
+type heldConn struct {
+	net.Conn
+	l heldWrites
+}
+
+func (c heldConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("X-Held: 1")) {
+		c.l.held <- struct{}{}
+		<-c.l.hold
+	}
+	return c.Conn.Write(b)
+}
+
+// TestAnswerStillBeingWrittenIsNotReplaced: a connection whose handler has
+// returned but whose answer the server is still writing is not the one a
+// newcomer at the bound replaces. With every connection so, the newcomer
+// waits for a write to end: it is served when one does within the wait,
+// refused 503 overloaded when none does; every held answer reaches its
+// client whole either way.
+func TestAnswerStillBeingWrittenIsNotReplaced(t *testing.T) {
+	for _, endsInTime := range []bool{true, false} {
+		name := map[bool]string{true: "a write ends while the newcomer waits", false: "no write ends within the wait"}[endsInTime]
+		t.Run(name, func(t *testing.T) {
+			const bound = 3
+			l := heldWrites{hold: make(chan struct{}), held: make(chan struct{}, bound)}
+			path, s := serveWith(t, &held{}, bound, func(ln net.Listener) net.Listener {
+				l.Listener = ln
+				return l
+			}, func(api http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Query().Get("held") != "" {
+						w.Header().Set("X-Held", "1")
+					}
+					api.ServeHTTP(w, r)
+				})
+			})
+			var answers sync.WaitGroup
+			for range bound {
+				answers.Add(1)
+				go func() {
+					defer answers.Done()
+					c, status, e := get(t, path, "/v1/status?held=1")
+					if c != nil {
+						c.Close()
+					}
+					if status != http.StatusOK {
+						t.Errorf("an answer held in its last write: %d %+v", status, e)
+					}
+				}()
+				<-l.held
+			}
+			newcomer := make(chan int, 1)
+			go func() {
+				c, status, e := get(t, path, "/v1/status")
+				if c != nil {
+					c.Close()
+				}
+				if status != http.StatusOK && e.Code != protocol.CodeOverloaded {
+					t.Errorf("the newcomer: %d %+v", status, e)
+				}
+				newcomer <- status
+			}()
+			if endsInTime {
+				deadline := time.Now().Add(30 * time.Second)
+				for !s.conns.waiting.Load() {
+					if time.Now().After(deadline) {
+						t.Fatal("the newcomer never waited for a write")
+					}
+					time.Sleep(time.Millisecond)
+				}
+				close(l.hold)
+				if status := <-newcomer; status != http.StatusOK {
+					t.Errorf("the newcomer, after a write it waited for ended: %d", status)
+				}
+			} else {
+				if status := <-newcomer; status != http.StatusServiceUnavailable {
+					t.Errorf("the newcomer, with every answer still being written: %d", status)
+				}
+				close(l.hold)
+			}
+			answers.Wait()
+		})
 	}
 }
