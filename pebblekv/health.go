@@ -274,11 +274,8 @@ func (h *health) recovered(line string) {
 	r.Offset, _ = strconv.ParseInt(m[2], 10, 64)
 	r.Keys, _ = strconv.ParseInt(m[3], 10, 64)
 	r.Batches, _ = strconv.ParseInt(m[4], 10, 64)
-	if fi, err := os.Stat(r.WAL); err == nil {
-		r.Size = fi.Size()
-	}
-	if end, err := WrittenEnd(r.WAL); err == nil {
-		r.End = end
+	if size, end, err := extent(r.WAL); err == nil {
+		r.Size, r.End = size, end
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -76,27 +76,34 @@ func (f sizedWAL) Preallocate(offset, length int64) error {
 // the zero bytes at its end, which a WAL's preallocation leaves there
 // until records overwrite them.
 func WrittenEnd(path string) (int64, error) {
+	_, end, err := extent(path)
+	return end, err
+}
+
+// extent is the size of the file at path and where its bytes end
+// (WrittenEnd), from one open.
+func extent(path string) (size, end int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	buf := make([]byte, 64<<10)
 	for end := fi.Size(); end > 0; {
 		n := min(end, int64(len(buf)))
 		if _, err := f.ReadAt(buf[:n], end-n); err != nil && err != io.EOF {
-			return 0, err
+			return 0, 0, err
 		}
 		for i := n - 1; i >= 0; i-- {
 			if buf[i] != 0 {
-				return end - n + i + 1, nil
+				return fi.Size(), end - n + i + 1, nil
 			}
 		}
 		end -= n
 	}
-	return 0, nil
+	return fi.Size(), 0, nil
 }
