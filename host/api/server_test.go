@@ -90,6 +90,17 @@ func get(t *testing.T, path, target string) (net.Conn, int, client.Error) {
 	return c, resp.StatusCode, e
 }
 
+// ask sends one GET on a new connection, closes it, and returns the
+// answer's status and error shape.
+func ask(t *testing.T, path, target string) (int, client.Error) {
+	t.Helper()
+	c, status, e := get(t, path, target)
+	if c != nil {
+		c.Close()
+	}
+	return status, e
+}
+
 // TestConnectionsOverTheBoundReplaceIdleOnes: idle kept-alive connections
 // past the bound do not keep a newcomer out: each new one replaces the
 // longest idle. Only when every connection is being answered is a
@@ -132,10 +143,7 @@ func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
 		polls.Add(1)
 		go func() {
 			defer polls.Done()
-			c, status, e := get(t, path, "/v1/events?wait=30")
-			if c != nil {
-				c.Close()
-			}
+			status, e := ask(t, path, "/v1/events?wait=30")
 			if status != http.StatusOK {
 				t.Errorf("a long poll: %d %+v", status, e)
 				h.waiting <- struct{}{}
@@ -143,10 +151,7 @@ func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
 		}()
 		<-h.waiting
 	}
-	c, status, e := get(t, path, "/v1/status")
-	if c != nil {
-		c.Close()
-	}
+	status, e := ask(t, path, "/v1/status")
 	if status != http.StatusServiceUnavailable || e.Code != protocol.CodeOverloaded || !strings.Contains(e.Message, "try again") {
 		t.Errorf("a newcomer with every slot answering: %d %+v", status, e)
 	}
@@ -158,10 +163,7 @@ func TestConnectionsOverTheBoundReplaceIdleOnes(t *testing.T) {
 	polls.Wait()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, status, _ := get(t, path, "/v1/status")
-		if c != nil {
-			c.Close()
-		}
+		status, _ := ask(t, path, "/v1/status")
 		if status == http.StatusOK {
 			break
 		}
@@ -230,10 +232,7 @@ func TestAnswerStillBeingWrittenIsNotReplaced(t *testing.T) {
 				answers.Add(1)
 				go func() {
 					defer answers.Done()
-					c, status, e := get(t, path, "/v1/status?held=1")
-					if c != nil {
-						c.Close()
-					}
+					status, e := ask(t, path, "/v1/status?held=1")
 					if status != http.StatusOK {
 						t.Errorf("an answer held in its last write: %d %+v", status, e)
 					}
@@ -242,10 +241,7 @@ func TestAnswerStillBeingWrittenIsNotReplaced(t *testing.T) {
 			}
 			newcomer := make(chan int, 1)
 			go func() {
-				c, status, e := get(t, path, "/v1/status")
-				if c != nil {
-					c.Close()
-				}
+				status, e := ask(t, path, "/v1/status")
 				if status != http.StatusOK && e.Code != protocol.CodeOverloaded {
 					t.Errorf("the newcomer: %d %+v", status, e)
 				}
