@@ -3,8 +3,9 @@
 // to its first line back) in turn, many times, and prints the medians of
 // each phase of ours as the host's wire tap saw them: the initialize
 // request written, configure written behind it, each answer read, Start
-// returned, the first echo answered. Where transportbench says how long a
-// cold start takes, this says where it goes.
+// returned, the first echo's request written and its answer read, the call
+// returned. Where transportbench says how long a cold start takes, this
+// says where it goes.
 package main
 
 import (
@@ -54,7 +55,8 @@ func main() {
 	echo, err := json.Marshal(workload.Echo{Text: workload.EchoText})
 	check(err)
 
-	phases := make([][]time.Duration, len(handshake)+2)
+	names := append(slices.Clone(handshake), "Start returned", "echo written", "echo's answer read", "first echo answered")
+	phases := make([][]time.Duration, len(names))
 	var pipes []time.Duration
 	ctx := context.Background()
 	for range *n {
@@ -72,18 +74,17 @@ func main() {
 			Operation: "bench.echo", Input: protocol.Payload{Data: echo},
 		}, &res))
 		answered := time.Since(tap.t0)
-		if len(tap.at) < len(handshake) {
-			check(fmt.Errorf("the tap saw %d lines of the handshake", len(tap.at)))
+		// The handshake's four lines, then the echo's request and answer.
+		if len(tap.at) < len(handshake)+2 {
+			check(fmt.Errorf("the tap saw %d lines, want the handshake's and the echo's", len(tap.at)))
 		}
-		for i := range handshake {
-			phases[i] = append(phases[i], tap.at[i])
+		at := append(slices.Clone(tap.at[:len(handshake)]), started, tap.at[len(handshake)], tap.at[len(handshake)+1], answered)
+		for i := range names {
+			phases[i] = append(phases[i], at[i])
 		}
-		phases[len(handshake)] = append(phases[len(handshake)], started)
-		phases[len(handshake)+1] = append(phases[len(handshake)+1], answered)
 		_ = s.Close(ctx)
 		pipes = append(pipes, pipeStart(pipe))
 	}
-	names := append(slices.Clone(handshake), "Start returned", "first echo answered")
 	fmt.Printf("ours, from session.Start (medians of %d):\n", *n)
 	for i, name := range names {
 		fmt.Printf("  %-22s %8.0f µs\n", name, p50(phases[i]))
