@@ -178,6 +178,8 @@ func spawn(argv []string, dir string, env []string, mark string, log *stderrLog)
 		errR.Close()
 		return nil, startErr
 	}
+	growPipe(inW)
+	growPipe(outR)
 	p := &process{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
