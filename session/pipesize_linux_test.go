@@ -61,6 +61,7 @@ func TestSpawnedProtocolPipesHoldAChunkLine(t *testing.T) {
 			p.signalGroup(syscall.SIGKILL)
 			p.waitExit(30 * time.Second)
 		}
+		p.out.Close()
 	}()
 	for name, f := range map[string]*os.File{"stdin": p.in.f, "stdout": p.out.f} {
 		if got := pipeSize(t, f); got != protocolPipeBytes {

@@ -77,8 +77,8 @@ func hostPipe(hostReads bool) (r, w *os.File, err error) {
 // end sizes a pipe, so the spawn sizes both protocol pipes through the
 // host's ends once the process has started: the two system calls (about
 // 12 µs on the benchmark machine) then run while the child's runtime sets
-// itself up rather than before its exec, and nothing crosses a pipe before
-// that runtime is up, a millisecond later. Best effort: the default is the
+// itself up (about a millisecond) rather than before its exec, and still
+// before the host writes its first line. Best effort: the default is the
 // system's, and a pipe keeps it.
 func growPipe(f *os.File) {
 	rc, err := f.SyscallConn()
