@@ -53,6 +53,14 @@ func (c *Conn) freeRole() bool {
 	if !c.callerReads() || c.guard.buffered() || c.hasPending.Load() {
 		return false
 	}
+	return c.freeIfNoneWaits()
+}
+
+// freeIfNoneWaits leaves the reader role, which the goroutine calling
+// holds, free when no call waits and the connection has not ended, and
+// reports whether it did; under the calls' lock, so a call registered after
+// it takes the role and one registered before it is read for.
+func (c *Conn) freeIfNoneWaits() bool {
 	c.out.mu.Lock()
 	defer c.out.mu.Unlock()
 	if len(c.out.waiting) > 0 || c.out.ended != nil {
@@ -151,13 +159,7 @@ func (c *Conn) handBack() {
 // reads for the calls waiting.
 func (c *Conn) giveBack() {
 	c.flush()
-	c.out.mu.Lock()
-	free := len(c.out.waiting) == 0 && c.out.ended == nil && !c.guard.buffered()
-	if free {
-		c.roleFree.Store(true)
-	}
-	c.out.mu.Unlock()
-	if !free {
+	if c.guard.buffered() || !c.freeIfNoneWaits() {
 		c.handBack()
 	}
 }
