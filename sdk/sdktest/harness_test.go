@@ -218,3 +218,34 @@ func TestStartRefusesWhatTheDaemonWouldRefuse(t *testing.T) {
 		})
 	}
 }
+
+// The SDK does not check the manifest when it serves (each start would pay
+// for it); the harness does, so an author's tests meet a broken rule as the
+// daemon's install would.
+func TestStartRefusesAnInvalidManifest(t *testing.T) {
+	for _, tc := range []struct {
+		name, ext, want string // want in the error; "" to start
+	}{
+		{"a name that is not an identifier", "Bad Name", "manifest is invalid"},
+		{"the same extension named well (negative control)", "good", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := sdktest.Start(sdk.New(tc.ext, sdk.Version("1.0.0")))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := h.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if h != nil {
+				h.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "name") {
+				t.Fatalf("Start: %v, want an error saying %q and naming the field", err, tc.want)
+			}
+		})
+	}
+}

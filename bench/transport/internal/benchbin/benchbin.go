@@ -20,9 +20,14 @@ import (
 // binaries are. A cgo build links libc dynamically as soon as the net
 // package is in (jsonrpc2 and gRPC both import it), which alone cost about
 // 1.2 ms of every start here.
-func Build(out, pkg string, flags ...string) error {
+func Build(out, pkg string, flags ...string) error { return BuildIn("", out, pkg, flags...) }
+
+// BuildIn is Build run in dir, so pkg may name a package of another checkout
+// of this module (an A/B comparison); "" is the current directory.
+func BuildIn(dir, out, pkg string, flags ...string) error {
 	args := append([]string{"build", "-o", out}, flags...)
 	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
