@@ -4,12 +4,17 @@ package jsonrpc
 
 import (
 	"io"
+	"os"
 	"syscall"
+	"time"
 )
 
 // rawWriter is nil here: every frame goes through the deadline-bounded
 // write.
 func rawWriter(io.Writer) syscall.RawConn { return nil }
+
+// rawFile is nil here, as rawWriter and rawReader are.
+func rawFile(*os.File, func(time.Time) error) syscall.RawConn { return nil }
 
 // writeOnce is never called without a raw writer.
 func writeOnce(uintptr, []byte) int { return 0 }

@@ -4,6 +4,7 @@ package jsonrpc
 
 import (
 	"io"
+	"os"
 	"syscall"
 	"time"
 )
@@ -41,6 +42,19 @@ func rawReader(r io.Reader) syscall.RawConn {
 		return nil
 	}
 	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// rawFile is rawWriter or rawReader for a file, without asking the
+// interfaces of it at run time.
+func rawFile(f *os.File, clear func(time.Time) error) syscall.RawConn {
+	if clear(time.Time{}) != nil {
+		return nil
+	}
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil
 	}
