@@ -36,11 +36,14 @@ type config struct {
 	// starts is how many more cold starts and warm restarts each transport
 	// makes a round besides its round's own, taking turns with the others:
 	// a start is one sample of a few milliseconds, and one a round left the
-	// ratios between transports to whatever else the machine did then.
+	// ratios between transports to whatever else the machine did then. At
+	// six a round (35 samples a run) the warm restart's ratio to the pipe
+	// program still moved by a tenth between runs; at twenty (105) the
+	// medians move less, for about ten seconds more a run.
 	starts int
 }
 
-var full = config{rounds: 5, echoes: 2000, callbacks: 1000, artifact: 16 << 20, concurrent: 32, perWorker: 50, cancels: 20, crashes: 3, starts: 6}
+var full = config{rounds: 5, echoes: 2000, callbacks: 1000, artifact: 16 << 20, concurrent: 32, perWorker: 50, cancels: 20, crashes: 3, starts: 20}
 var short = config{rounds: 1, echoes: 100, callbacks: 50, artifact: 1 << 20, concurrent: 4, perWorker: 10, cancels: 3, crashes: 1, starts: 1}
 
 // figures are one transport's results: name → samples.
