@@ -87,8 +87,8 @@ func TestRunAnswersPackageCommandsWithExitCodes(t *testing.T) {
 		{"serving ends cleanly when stdin closes", "weather", nil, 0, "", ""},
 		{"unknown command", "weather", []string{"serve"}, 2, "", `unknown command "serve"`},
 		{"certification that is not JSON", "badcert", []string{"package-certification"}, 1, "", "not JSON"},
-		// The host checks the manifest (install, discovery, dev, sdktest);
-		// serving does not check it again at every start.
+		// Installing, discovery, extension dev and sdktest check the
+		// manifest; serving does not check it again at every start.
 		{"an invalid manifest is served unchecked", "badmanifest", nil, 0, "", ""},
 	}
 	for _, tc := range cases {

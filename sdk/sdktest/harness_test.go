@@ -219,9 +219,9 @@ func TestStartRefusesWhatTheDaemonWouldRefuse(t *testing.T) {
 	}
 }
 
-// The SDK does not check the manifest when it serves (each start would pay
-// for it); the harness does, so an author's tests meet a broken rule as the
-// daemon's install would.
+// TestStartRefusesAnInvalidManifest: the SDK does not check the manifest
+// when it serves (each start would pay for it); the harness does, so an
+// author's tests meet a broken rule as the daemon's install would.
 func TestStartRefusesAnInvalidManifest(t *testing.T) {
 	for _, tc := range []struct {
 		name, ext, want string // want in the error; "" to start
