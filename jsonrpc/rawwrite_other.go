@@ -4,7 +4,6 @@ package jsonrpc
 
 import (
 	"io"
-	"os"
 	"syscall"
 	"time"
 )
@@ -13,8 +12,8 @@ import (
 // write.
 func rawWriter(io.Writer) syscall.RawConn { return nil }
 
-// rawFile is nil here, as rawWriter and rawReader are.
-func rawFile(*os.File, func(time.Time) error) syscall.RawConn { return nil }
+// rawConn is nil here, as rawWriter and rawReader are.
+func rawConn(syscallConner, func(time.Time) error) syscall.RawConn { return nil }
 
 // writeOnce is never called without a raw writer.
 func writeOnce(uintptr, []byte) int { return 0 }

@@ -4,17 +4,9 @@ package jsonrpc
 
 import (
 	"io"
-	"os"
 	"syscall"
 	"time"
 )
-
-// syscallConner is a reader or writer that lends its descriptor: an
-// *os.File, a net.Conn, or a wrapper around one that forwards the method
-// (the session's pipes to an extension do).
-type syscallConner interface {
-	SyscallConn() (syscall.RawConn, error)
-}
 
 // rawWriter is w's descriptor when w is a file the runtime polls (a pipe or
 // a socket set non-blocking), whose write can be offered once without
@@ -23,14 +15,10 @@ type syscallConner interface {
 func rawWriter(w io.Writer) syscall.RawConn {
 	sc, ok := w.(syscallConner)
 	d, hasDeadline := w.(deadliner)
-	if !ok || !hasDeadline || d.SetWriteDeadline(time.Time{}) != nil {
+	if !ok || !hasDeadline {
 		return nil
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
+	return rawConn(sc, d.SetWriteDeadline)
 }
 
 // rawReader is r's descriptor when r is a file the runtime polls, so a read
@@ -38,23 +26,20 @@ func rawWriter(w io.Writer) syscall.RawConn {
 func rawReader(r io.Reader) syscall.RawConn {
 	sc, ok := r.(syscallConner)
 	d, hasDeadline := r.(readDeadliner)
-	if !ok || !hasDeadline || d.SetReadDeadline(time.Time{}) != nil {
+	if !ok || !hasDeadline {
 		return nil
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
+	return rawConn(sc, d.SetReadDeadline)
 }
 
-// rawFile is rawWriter or rawReader for a file, without asking the
-// interfaces of it at run time.
-func rawFile(f *os.File, clear func(time.Time) error) syscall.RawConn {
+// rawConn is sc's descriptor when clearing its deadline with clear works,
+// which only a file the runtime polls allows; nil otherwise. newGuard hands
+// it a file directly, without asking the interfaces of it at run time.
+func rawConn(sc syscallConner, clear func(time.Time) error) syscall.RawConn {
 	if clear(time.Time{}) != nil {
 		return nil
 	}
-	rc, err := f.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}

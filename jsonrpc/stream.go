@@ -128,7 +128,7 @@ func newGuard(r io.Reader, w io.Writer, maxLine int, writeTimeout time.Duration)
 	wf, wok := w.(*os.File)
 	if rok && wok {
 		g.closeR, g.closeW, g.wdl = rf, wf, wf
-		g.raw, g.rawR = rawFile(wf, wf.SetWriteDeadline), rawFile(rf, rf.SetReadDeadline)
+		g.raw, g.rawR = rawConn(wf, wf.SetWriteDeadline), rawConn(rf, rf.SetReadDeadline)
 		if g.rawR != nil {
 			g.rdl = rf
 		}
@@ -274,6 +274,13 @@ func (g *guard) unread() bool {
 // readDeadliner is a reader whose reads can be bounded, as a file the
 // runtime polls can be: a deadline also interrupts a read blocked already.
 type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// syscallConner is a reader or writer that lends its descriptor: an
+// *os.File, a net.Conn, or a wrapper around one that forwards the method
+// (the session's pipes to an extension do).
+type syscallConner interface {
+	SyscallConn() (syscall.RawConn, error)
+}
 
 // errKicked is what readFrame returns when a kick interrupted its read.
 var errKicked = errors.New("jsonrpc: read interrupted")
