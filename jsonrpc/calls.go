@@ -319,6 +319,9 @@ func decodeResult(data []byte, v any) error {
 // protocol.ErrTransport; when ctx ends first, Call sends $/cancel and returns
 // ctx's error at once.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	if j := c.holdsReader(ctx); j != nil {
+		return c.callOnReader(ctx, j, method, params, result)
+	}
 	id, w, took, err := c.send(ctx, method, params, result, c.callerReads())
 	if err != nil {
 		return err
@@ -377,6 +380,11 @@ func (c *Conn) send(ctx context.Context, method string, params, result any, take
 		putWaiter(w)
 		return 0, nil, false, c.transportError(method, err)
 	}
+	// Again now that the call is registered: a handler on the reader reading
+	// its own answer with the role (ownread.go) was not to be released
+	// before, and goes back to its work only if no call waits once it has
+	// its answer.
+	releaseReader(ctx)
 	if err := c.writeLine(ctx, append(frame, '\n')); err != nil {
 		if c.out.take(id) == nil {
 			<-w.done

@@ -81,7 +81,8 @@ const (
 
 // Conn is one side of a symmetric JSON-RPC 2.0 connection over a pair of
 // byte streams, one JSON object per line. Either side calls the other while
-// serving: a call that waits for the peer releases the reader, so a reader
+// serving: a handler on the reader reads the answers to its own calls, and a
+// call that waits for the peer otherwise releases the reader, so a reader
 // always delivers the answers nested callbacks wait for.
 type Conn struct {
 	opts  Options

@@ -23,10 +23,12 @@ import (
 //
 // So a call runs on the reading goroutine, whose stack is already grown, for
 // up to a short grace period. A call that answers within it costs no
-// goroutine, no switch and no allocation of its own. A call that takes longer,
-// or that calls the peer back (whose answer only a reader can read), releases
-// the reader: the reader role passes to the parked spare goroutine (loop.go),
-// which goes on reading while the call finishes where it is. The grace period
+// goroutine, no switch and no allocation of its own. A call that calls the
+// peer back reads the answer itself with the role (ownread.go). A call that
+// takes longer, or that starts a call to the peer or notifies it (Start,
+// Notify), releases the reader: the reader role passes to the parked spare
+// goroutine (loop.go), which goes on reading while the call finishes where
+// it is. The grace period
 // is one timer per connection, armed only when it is not already: arming a
 // timer wakes the runtime's network poller (a thread woken, a syscall), and
 // each firing runs on a goroutine of its own. When it fires it releases the
@@ -52,9 +54,10 @@ const defaultGrace = time.Millisecond
 
 // A served call's state, for the race between its end and its release.
 const (
-	jobRunning int32 = iota
-	jobDone
-	jobReleased
+	jobRunning  int32 = iota
+	jobDone           // its handler returned on the reader
+	jobReleased       // the reader role passed on; the call finishes where it is
+	jobReading        // its handler is reading its own call's answer with the role (ownread.go)
 )
 
 // job is one call being served, and its handler's context. Its method is the
@@ -74,9 +77,9 @@ type job struct {
 	method    string
 	params    jsontext.Value
 	answer    *bytes.Buffer // where the answer is encoded
-	started   time.Duration // when it began on the reader, since the connection's epoch
+	started   atomic.Int64  // when it began, or last resumed, on the reader: nanoseconds since the connection's epoch
 	grace     time.Duration // how long it may hold the reader
-	state     atomic.Int32  // jobRunning, then jobDone or jobReleased
+	state     atomic.Int32  // jobRunning (or jobReading, and back), then jobDone or jobReleased
 	releasing sync.Mutex    // held while the reader is being released
 
 	mu        sync.Mutex
@@ -189,7 +192,7 @@ func (c *Conn) graceExpired() {
 		}
 		return
 	}
-	if left := j.started + j.grace - time.Since(c.epoch); left > 0 {
+	if left := time.Duration(j.started.Load()) + j.grace - time.Since(c.epoch); left > 0 {
 		if c.graceArmed.CompareAndSwap(false, true) {
 			c.graceTimer.Reset(left)
 		}
@@ -212,8 +215,9 @@ func (c *Conn) dispatch(l *lane, j *job, params []byte) (any, error) {
 	}
 	j.answer = &l.answer
 	j.grace = c.grace + time.Duration(len(params)/1024)*time.Microsecond
-	j.started = time.Since(c.epoch)
-	c.flushIfStale(j.started)
+	now := time.Since(c.epoch)
+	j.started.Store(int64(now))
+	c.flushIfStale(now)
 	c.running.Store(j)
 	if !c.graceBusy.Load() {
 		c.graceBusy.Store(true)

@@ -20,10 +20,12 @@
 //
 //   - every incoming call runs on the reading goroutine (its stack already
 //     grown, no goroutine switch) for at most a short grace period; a call
-//     that takes longer, or calls the peer back, releases the reader (the
-//     role passes to a parked spare goroutine), so a handler that calls the
-//     peer back never deadlocks and a slow one never stalls other messages
-//     for longer than the grace period; a handler's context is its call's
+//     that takes longer releases the reader (the role passes to a parked
+//     spare goroutine), so a slow handler never stalls other messages for
+//     longer than the grace period; a handler that calls the peer back
+//     reads the answer with the role it holds, released on the spot when a
+//     request comes meanwhile, so nested callbacks never deadlock and cost
+//     no goroutine woken (ownread.go); a handler's context is its call's
 //     own, made only as far as the handler uses it;
 //   - with Options.CallerReads (the host's side), a call made while no
 //     other waits reads its own answer rather than being woken by the

@@ -38,8 +38,9 @@ import (
 //   - an answer goes to the call waiting for it (calls.go), and anything
 //     else gets what wire.go says.
 //
-// When a call releases the reader (it outlived its grace period, or called
-// the peer back), the role passes to a spare goroutine parked for it, whose
+// When a call releases the reader (it outlived its grace period, started a
+// call to the peer, or met a request while reading its own call's answer),
+// the role passes to a spare goroutine parked for it, whose
 // stack has already grown, and the releasing goroutine finishes its call and
 // then parks as the spare in turn; a new goroutine is started only when no
 // spare is parked. Each goroutine keeps its own buffers (its lane), so a

@@ -155,7 +155,9 @@ func TestAnswersReadBeforeABadLineAreWrittenBeforeTheEnd(t *testing.T) {
 }
 
 // TestReleasesHandTheReaderToTheParkedSpare has the peer make 200 calls one
-// after another, each calling the peer back, so each releases the reader:
+// after another, each starting a call to the peer and then waiting for it,
+// so each releases the reader (a Call from the reader reads its own answer
+// instead, TestCallsFromTheReaderReadTheirOwnAnswers):
 // the role goes to the goroutine parked for it, and only the first release
 // (with no spare yet) starts a goroutine. The next call waits until the
 // goroutine that served the last one has committed to parking, which it may
@@ -168,8 +170,11 @@ func TestReleasesHandTheReaderToTheParkedSpare(t *testing.T) {
 	bTbl := NewTable()
 	Handle(bTbl, "callback", func(ctx context.Context, _ struct{}) (int, error) {
 		var n int
-		err := FromContext(ctx).Call(ctx, "inc", nil, &n)
-		return n, err
+		p, err := FromContext(ctx).Start(ctx, "inc", nil, &n)
+		if err != nil {
+			return 0, err
+		}
+		return n, p.Wait()
 	})
 	a, b := connPair(t, Options{Handlers: aTbl}, Options{Handlers: bTbl})
 	const calls = 200

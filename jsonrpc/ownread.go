@@ -163,3 +163,118 @@ func (c *Conn) giveBack() {
 		c.handBack()
 	}
 }
+
+// A handler running on the reader that calls the peer (Call) reads its own
+// answer with the role it holds. Passing the role to the spare and being
+// woken by it with the answer costs a goroutine woken and, on a machine with
+// idle cores, a thread woken with it, once for the release and once for
+// every answer; reading here costs neither. A handler that calls the peer
+// several times in a row (kv.commit after kv.commit) paid that on each call.
+// This needs no option: unlike a caller taking a free role, the role is
+// never left free.
+//
+// The role is held while the answer is read and the call's state is
+// jobReading, so neither a second call of the same handler nor the grace
+// timer releases it meanwhile. Answers of other calls read on the way are
+// delivered; a request or notification met is put back unread and the call
+// released on the spot (the spare reads it), so no message waits for the
+// answer; so does an interrupted read (the call's context ended, or a
+// CallTimeout passed). With its answer the handler goes on on the reader,
+// its grace period counted again from there, unless another call waits
+// or more lines are read already: then it is released.
+
+// holdsReader returns the call ctx belongs to when it is running on this
+// connection's reader and its answer can be read here (the read can be
+// interrupted), and marks it reading; else nil. A call served inside
+// another's read of its own answer (a line too long to go back) does not
+// read its own: the outer read would go on for an answer delivered already.
+func (c *Conn) holdsReader(ctx context.Context) *job {
+	j, ok := ctx.Value(jobKey{}).(*job)
+	if !ok || j.conn != c || c.guard.rdl == nil || c.ownReading.Load() > 0 ||
+		!j.state.CompareAndSwap(jobRunning, jobReading) {
+		return nil
+	}
+	return j
+}
+
+// callOnReader is Call for a handler holding the reader role (holdsReader).
+func (c *Conn) callOnReader(ctx context.Context, j *job, method string, params, result any) error {
+	id, w, _, err := c.send(ctx, method, params, result, false)
+	if err != nil {
+		c.resume(j)
+		return err
+	}
+	l := ownLanes.Get().(*lane)
+	var stop func() bool
+	if ctx != context.Context(j) && ctx.Done() != nil {
+		// The call's own context ends only by a $/cancel, which is read
+		// here, or with the connection, which ends the read; a context
+		// derived from it may end by itself.
+		stop = context.AfterFunc(ctx, c.guard.kick)
+	}
+	c.ownReading.Add(1)
+	end := c.readLines(l, w)
+	c.ownReading.Add(-1)
+	if stop != nil {
+		stop()
+	}
+	ownLanes.Put(l)
+	switch end {
+	case endOwn:
+		c.resume(j)
+		<-w.done
+		return c.finish(w)
+	case endRead:
+		j.letGo(false)
+		c.ended()
+	case endPassed:
+		// A line too long to go back was served here, and its call
+		// passed the role on.
+		j.letGo(false)
+	default:
+		j.letGo(true)
+	}
+	return c.await(ctx, id, w)
+}
+
+// resume returns a reading call to its work on the reader, its grace
+// period counted from now (the timer armed if it went unarmed while the
+// call read), or releases it when another call waits for an answer or more
+// lines are read already, so those are read for at once rather than when
+// the grace period ends. Under the calls' lock, so a call of the same
+// handler registered meanwhile either sees it running and releases it
+// (send releases again once the call is registered), or is seen here.
+func (c *Conn) resume(j *job) {
+	c.out.mu.Lock()
+	if len(c.out.waiting) > 0 || c.out.ended != nil || c.guard.buffered() {
+		c.out.mu.Unlock()
+		j.letGo(true)
+		return
+	}
+	now := time.Since(c.epoch)
+	j.started.Store(int64(now))
+	j.state.Store(jobRunning)
+	c.out.mu.Unlock()
+	c.running.Store(j)
+	if !c.graceBusy.Load() {
+		c.graceBusy.Store(true)
+	}
+	if c.graceArmed.CompareAndSwap(false, true) {
+		c.graceTimer.Reset(j.grace)
+	}
+	c.flush()
+}
+
+// letGo releases a reading call: the role passes on (handOff) unless
+// reading has ended.
+func (j *job) letGo(handOff bool) {
+	j.releasing.Lock()
+	defer j.releasing.Unlock()
+	if !j.state.CompareAndSwap(jobReading, jobReleased) {
+		return
+	}
+	if handOff {
+		j.conn.flush()
+		j.conn.handOff()
+	}
+}
