@@ -93,17 +93,25 @@ func (j *job) Deadline() (time.Time, bool) { return j.parent.Deadline() }
 
 // Done implements context.Context. The channel is made on first use, by a
 // context.WithCancel of the connection's context, already cancelled when a
-// $/cancel came first.
+// $/cancel came first. A handler on the reader that asks for it is about to
+// wait (for its cancel, or for something else with it), so the reader is
+// released then rather than when the grace period ends: a $/cancel for it,
+// and every other line, is read meanwhile. (Deriving a context from the
+// call's asks for it too.)
 func (j *job) Done() <-chan struct{} {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.real == nil {
 		j.real, j.stop = context.WithCancel(j.parent)
 		if j.cancelled {
 			j.stop()
 		}
 	}
-	return j.real.Done()
+	done := j.real.Done()
+	j.mu.Unlock()
+	if j.state.Load() == jobRunning {
+		j.releaseReader()
+	}
+	return done
 }
 
 // Err implements context.Context.

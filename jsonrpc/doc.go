@@ -26,7 +26,8 @@
 //     reads the answer with the role it holds, released on the spot when a
 //     request comes meanwhile, so nested callbacks never deadlock and cost
 //     no goroutine woken (ownread.go); a handler's context is its call's
-//     own, made only as far as the handler uses it;
+//     own, made only as far as the handler uses it, and asking for its Done
+//     channel releases the reader (the handler is about to wait);
 //   - with Options.CallerReads (the host's side), a call made while no
 //     other waits reads its own answer rather than being woken by the
 //     reading goroutine with it (ownread.go), and leaves every request it

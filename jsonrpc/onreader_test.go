@@ -161,6 +161,8 @@ func TestACallFromTheReaderEndsWithItsContext(t *testing.T) {
 	held := make(chan struct{}, 1)
 	bTbl := echoTable()
 	Handle(bTbl, "bounded", func(ctx context.Context, _ struct{}) (int, error) {
+		// Deriving the context releases the reader (it asks for the
+		// call's Done); the call must end at its deadline all the same.
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
 		if err := FromContext(ctx).Call(short, "hold", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
@@ -206,5 +208,45 @@ func TestACancelledCallStopsItsHandlerReadingOnTheReader(t *testing.T) {
 	var out echoParams
 	if err := a.Call(context.Background(), "echo", echoParams{Text: "after"}, &out); err != nil || out.Text != "after" {
 		t.Fatalf("echo after: %q, %v", out.Text, err)
+	}
+}
+
+func TestAHandlerWaitingOnItsContextReleasesTheReader(t *testing.T) {
+	for _, callBack := range []bool{false, true} {
+		t.Run(fmt.Sprint("after a callback=", callBack), func(t *testing.T) {
+			waiting := make(chan struct{})
+			bTbl := echoTable()
+			Handle(bTbl, "wait", func(ctx context.Context, _ struct{}) (struct{}, error) {
+				if callBack {
+					// Made with a context that cannot end, as a handler
+					// records something it must not lose to its cancel.
+					if _, err := callInc(context.WithoutCancel(ctx), 1); err != nil {
+						return struct{}{}, err
+					}
+				}
+				done := ctx.Done()
+				close(waiting)
+				<-done
+				return struct{}{}, ctx.Err()
+			})
+			// An hour's grace: only the handler's waiting can let the
+			// echo below be read.
+			a, _ := connPair(t, Options{Handlers: incTable(nil, nil)}, Options{Handlers: bTbl, grace: time.Hour})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- a.Call(ctx, "wait", nil, nil) }()
+			<-waiting
+			if err := within(t, 30*time.Second, func() error {
+				var out echoParams
+				return a.Call(context.Background(), "echo", echoParams{Text: "while it waits"}, &out)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if err := within(t, 30*time.Second, func() error { return <-done }); !errors.Is(err, context.Canceled) {
+				t.Fatalf("the waiting call: %v, want context.Canceled", err)
+			}
+		})
 	}
 }
