@@ -265,8 +265,9 @@ func (c *Conn) resume(j *job) {
 	c.flush()
 }
 
-// letGo releases a reading call: the role passes on (handOff) unless
-// reading has ended.
+// letGo releases a reading call, passing the role on when handOff is set
+// (not when a call served while reading passed it already, or reading has
+// ended).
 func (j *job) letGo(handOff bool) {
 	j.releasing.Lock()
 	defer j.releasing.Unlock()
