@@ -117,19 +117,7 @@ func (c *Conn) keep() bool {
 // waits for the answer as every other caller does.
 func (c *Conn) readOwn(ctx context.Context, id int64, w *waiter) error {
 	c.roleGen.Add(1)
-	l := ownLanes.Get().(*lane)
-	var stop func() bool
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, c.guard.kick)
-	}
-	c.ownReading.Add(1)
-	end := c.readLines(l, w)
-	c.ownReading.Add(-1)
-	if stop != nil {
-		stop()
-	}
-	ownLanes.Put(l)
-	switch end {
+	switch c.readFor(ctx, w, true) {
 	case endOwn:
 		c.giveBack()
 		<-w.done
@@ -141,6 +129,25 @@ func (c *Conn) readOwn(ctx context.Context, id int64, w *waiter) error {
 		c.roleFree.Store(true)
 	}
 	return c.await(ctx, id, w)
+}
+
+// readFor reads with the reader role, which the goroutine calling holds,
+// until w's answer is delivered or reading stops for another reason, and
+// says which. With watch set, ctx ending interrupts the read (a kick).
+func (c *Conn) readFor(ctx context.Context, w *waiter, watch bool) readEnd {
+	l := ownLanes.Get().(*lane)
+	var stop func() bool
+	if watch && ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, c.guard.kick)
+	}
+	c.ownReading.Add(1)
+	end := c.readLines(l, w)
+	c.ownReading.Add(-1)
+	if stop != nil {
+		stop()
+	}
+	ownLanes.Put(l)
+	return end
 }
 
 // handBack gives the reader role, which the goroutine calling holds but
@@ -204,22 +211,10 @@ func (c *Conn) callOnReader(ctx context.Context, j *job, method string, params, 
 		c.resume(j)
 		return err
 	}
-	l := ownLanes.Get().(*lane)
-	var stop func() bool
-	if ctx != context.Context(j) && ctx.Done() != nil {
-		// The call's own context ends only by a $/cancel, which is read
-		// here, or with the connection, which ends the read; a context
-		// derived from it may end by itself.
-		stop = context.AfterFunc(ctx, c.guard.kick)
-	}
-	c.ownReading.Add(1)
-	end := c.readLines(l, w)
-	c.ownReading.Add(-1)
-	if stop != nil {
-		stop()
-	}
-	ownLanes.Put(l)
-	switch end {
+	// The call's own context ends only by a $/cancel, which is read here,
+	// or with the connection, which ends the read; a context derived from it
+	// may end by itself.
+	switch c.readFor(ctx, w, ctx != context.Context(j)) {
 	case endOwn:
 		c.resume(j)
 		<-w.done
