@@ -25,8 +25,8 @@ import (
 // up to a short grace period. A call that answers within it costs no
 // goroutine, no switch and no allocation of its own. A call that calls the
 // peer back reads the answer itself with the role (ownread.go). A call that
-// takes longer, or that starts a call to the peer or notifies it (Start,
-// Notify), releases the reader: the reader role passes to the parked spare
+// takes longer, that starts a call to the peer or notifies it (Start,
+// Notify), or that asks for its context's Done, releases the reader: the reader role passes to the parked spare
 // goroutine (loop.go), which goes on reading while the call finishes where
 // it is. The grace period
 // is one timer per connection, armed only when it is not already: arming a

@@ -39,12 +39,12 @@ import (
 //     else gets what wire.go says.
 //
 // When a call releases the reader (it outlived its grace period, started a
-// call to the peer, or met a request while reading its own call's answer),
-// the role passes to a spare goroutine parked for it, whose
-// stack has already grown, and the releasing goroutine finishes its call and
-// then parks as the spare in turn; a new goroutine is started only when no
-// spare is parked. Each goroutine keeps its own buffers (its lane), so a
-// release moves no buffer and copies nothing.
+// call to the peer, asked for its context's Done, or met a request while
+// reading its own call's answer), the role passes to a spare goroutine
+// parked for it, whose stack has already grown, and the releasing goroutine
+// finishes its call and then parks as the spare in turn; a new goroutine is
+// started only when no spare is parked. Each goroutine keeps its own
+// buffers (its lane), so a release moves no buffer and copies nothing.
 
 // Answers are coalesced: an answer made on the reader while the next line is
 // already read (callers at once, whose requests arrive together) is held, and
