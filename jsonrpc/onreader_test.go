@@ -42,7 +42,9 @@ func callInc(ctx context.Context, n int) (int, error) {
 func TestCallsFromTheReaderReadTheirOwnAnswers(t *testing.T) {
 	bTbl := echoTable()
 	Handle(bTbl, "chain", func(ctx context.Context, n int) (int, error) { return callInc(ctx, n) })
-	a, b := connPair(t, Options{Handlers: incTable(nil, nil)}, Options{Handlers: bTbl})
+	// An hour's grace: a loaded machine holding the handler between two
+	// calls for over the default millisecond would release it.
+	a, b := connPair(t, Options{Handlers: incTable(nil, nil)}, Options{Handlers: bTbl, grace: time.Hour})
 	for i := range 10 {
 		var sum int
 		if err := a.Call(context.Background(), "chain", 20, &sum); err != nil || sum != 20 {
@@ -63,7 +65,7 @@ func TestARequestMetWhileReadingOnTheReaderIsServedAtOnce(t *testing.T) {
 	Handle(bTbl, "outer", func(ctx context.Context, _ struct{}) (struct{}, error) {
 		return struct{}{}, FromContext(ctx).Call(ctx, "hold", nil, nil)
 	})
-	a, b := connPair(t, Options{Handlers: incTable(held, let)}, Options{Handlers: bTbl})
+	a, b := connPair(t, Options{Handlers: incTable(held, let)}, Options{Handlers: bTbl, grace: time.Hour})
 	outer := make(chan error, 1)
 	go func() { outer <- a.Call(context.Background(), "outer", nil, nil) }()
 	<-held
