@@ -359,7 +359,6 @@ func (p *Pending) Wait() error { return p.c.await(p.ctx, p.id, p.w) }
 
 // send writes a request and registers the waiter its answer goes to.
 func (c *Conn) send(ctx context.Context, method string, params, result any, take bool) (int64, *waiter, bool, error) {
-	releaseReader(ctx)
 	id := c.out.lastID.Add(1)
 	buf := getFrame()
 	defer putFrame(buf)
@@ -380,10 +379,10 @@ func (c *Conn) send(ctx context.Context, method string, params, result any, take
 		putWaiter(w)
 		return 0, nil, false, c.transportError(method, err)
 	}
-	// Again now that the call is registered: a handler on the reader reading
-	// its own answer with the role (ownread.go) was not to be released
-	// before, and goes back to its work only if no call waits once it has
-	// its answer.
+	// A call from a handler on the reader releases it, once the call is
+	// registered: a handler of it reading its own answer with the role
+	// (ownread.go) is not released, and goes back to its work only if no
+	// call waits once it has its answer, which this one now does.
 	releaseReader(ctx)
 	if err := c.writeLine(ctx, append(frame, '\n')); err != nil {
 		if c.out.take(id) == nil {

@@ -25,6 +25,24 @@ func incTable(held chan<- struct{}, let <-chan struct{}) *Table {
 	return tbl
 }
 
+// echoWithin echoes text through c and fails the test unless the answer
+// comes back, and right, within 30 seconds.
+func echoWithin(t *testing.T, c *Conn, text string) {
+	t.Helper()
+	if err := within(t, 30*time.Second, func() error {
+		var out echoParams
+		if err := c.Call(context.Background(), "echo", echoParams{Text: text}, &out); err != nil {
+			return err
+		}
+		if out.Text != text {
+			return fmt.Errorf("answered %q", out.Text)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("echo %q: %v", text, err)
+	}
+}
+
 // callInc calls the peer's "inc" n times from a handler, one after another,
 // and returns the sum.
 func callInc(ctx context.Context, n int) (int, error) {
@@ -71,12 +89,7 @@ func TestARequestMetWhileReadingOnTheReaderIsServedAtOnce(t *testing.T) {
 	<-held
 	// b's handler is reading for its answer, which a holds back: a's echo
 	// must be served meanwhile, not after it.
-	if err := within(t, 30*time.Second, func() error {
-		var out echoParams
-		return a.Call(context.Background(), "echo", echoParams{Text: "meanwhile"}, &out)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	echoWithin(t, a, "meanwhile")
 	close(let)
 	if err := within(t, 30*time.Second, func() error { return <-outer }); err != nil {
 		t.Fatal(err)
@@ -147,12 +160,7 @@ func TestAHandlerBackFromReadingIsReleasedAfterItsGrace(t *testing.T) {
 	}
 	close(let)
 	<-blocked
-	if err := within(t, 30*time.Second, func() error {
-		var out echoParams
-		return a.Call(context.Background(), "echo", echoParams{Text: "past the grace"}, &out)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	echoWithin(t, a, "past the grace")
 	close(unblock)
 	if err := within(t, 30*time.Second, func() error { return <-done }); err != nil {
 		t.Fatal(err)
@@ -239,12 +247,7 @@ func TestAHandlerWaitingOnItsContextReleasesTheReader(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- a.Call(ctx, "wait", nil, nil) }()
 			<-waiting
-			if err := within(t, 30*time.Second, func() error {
-				var out echoParams
-				return a.Call(context.Background(), "echo", echoParams{Text: "while it waits"}, &out)
-			}); err != nil {
-				t.Fatal(err)
-			}
+			echoWithin(t, a, "while it waits")
 			cancel()
 			if err := within(t, 30*time.Second, func() error { return <-done }); !errors.Is(err, context.Canceled) {
 				t.Fatalf("the waiting call: %v, want context.Canceled", err)
